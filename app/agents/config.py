@@ -1,0 +1,93 @@
+"""The agent configuration document (DESIGN.md "Agent configuration"), validated field by field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.governance.policy import PolicyRule
+
+BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
+_TOOL_REF = re.compile(r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptToolCall(_Strict):
+    name: str = Field(min_length=1, max_length=256)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptStep(_Strict):
+    text: str | None = None
+    tool_calls: list[ScriptToolCall] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ScriptStep:
+        if self.text is None and not self.tool_calls:
+            raise ValueError("a script step needs `text` or `tool_calls`")
+        return self
+
+
+class ModelConfig(_Strict):
+    provider: Literal["anthropic", "scripted"]
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    max_tokens: int = Field(default=1024, ge=1, le=128_000)
+    script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
+    chunk_delay_ms: int = Field(default=0, ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> ModelConfig:
+        if self.provider == "scripted" and not self.script:
+            raise ValueError("the scripted provider needs a non-empty `script`")
+        if self.provider == "anthropic" and not self.name:
+            raise ValueError("the anthropic provider needs a model `name`")
+        return self
+
+
+class Limits(_Strict):
+    max_loops: int = Field(default=8, ge=1, le=100)
+    max_output_tokens: int = Field(default=20_000, ge=1, le=10_000_000)
+
+
+class ContextConfig(_Strict):
+    team_unit: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    guardrail_hashes: list[str] = Field(default_factory=list, max_length=100)
+
+
+class AgentConfig(_Strict):
+    model: ModelConfig
+    system_prompt: str = Field(default="", max_length=200_000)
+    tools: list[str] = Field(default_factory=list, max_length=100)
+    tool_blacklist: list[str] = Field(default_factory=list, max_length=200)
+    policies: list[PolicyRule] = Field(default_factory=list, max_length=500)
+    limits: Limits = Field(default_factory=Limits)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    runtime: Literal["langgraph"] = "langgraph"
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_refs(cls, tools: list[str]) -> list[str]:
+        for ref in tools:
+            if not _TOOL_REF.match(ref):
+                raise ValueError(
+                    f"unknown tool reference {ref!r}: use builtin:NAME ({', '.join(BUILTIN_TOOL_NAMES)}) or mcp:SERVER_ID"
+                )
+        if len(set(tools)) != len(tools):
+            raise ValueError("tools must not repeat")
+        return tools
+
+    @field_validator("policies")
+    @classmethod
+    def _unique_ids(cls, rules: list[PolicyRule]) -> list[PolicyRule]:
+        ids = [r.id for r in rules]
+        if len(set(ids)) != len(ids):
+            raise ValueError("policy ids must be unique")
+        return rules
+
+    def as_document(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)

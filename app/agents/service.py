@@ -1,0 +1,108 @@
+"""Agents: a name plus an immutable, numbered history of configurations."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.agents import schemas
+from app.agents.repository import AgentRepository, AgentVersionRepository
+from app.auth.principal import Principal
+from app.core.pagination import Page, page_of
+from app.errors import NotFound
+from app.models import Agent, AgentVersion
+from app.models.base import utcnow
+
+
+class AgentService:
+    def __init__(self, db: AsyncSession, principal: Principal) -> None:
+        self.principal = principal
+        self.agents = AgentRepository(db, principal.tenant_id)
+        self.versions = AgentVersionRepository(db, principal.tenant_id)
+
+    async def create(self, data: schemas.AgentCreate) -> schemas.Agent:
+        agent = await self.agents.add(
+            Agent(
+                id=uuid.uuid4(),
+                tenant_id=self.principal.tenant_id,
+                name=data.name,
+                description=data.description,
+                current_version=1,
+                created_by=self.principal.sub,
+            )
+        )
+        version = await self._add_version(agent, 1, data.config.as_document())
+        return _view(agent, version)
+
+    async def list(self, *, limit: int, cursor: str | None) -> Page[schemas.Agent]:
+        rows = await self.agents.page(limit=limit, cursor=cursor, include_archived=False)
+        items, next_cursor = page_of(rows, limit)
+        current = await self.versions.current_for(items)
+        return Page(items=[_view(a, current[a.id]) for a in items], next_cursor=next_cursor)
+
+    async def get(self, agent_id: uuid.UUID) -> schemas.Agent:
+        agent = await self.load(agent_id)
+        return _view(agent, await self.version(agent_id, agent.current_version))
+
+    async def load(self, agent_id: uuid.UUID, *, for_update: bool = False) -> Agent:
+        agent = await (self.agents.get_for_update(agent_id) if for_update else self.agents.get(agent_id))
+        if agent is None:
+            raise NotFound(f"Agent {agent_id} not found")
+        return agent
+
+    async def update(self, agent_id: uuid.UUID, data: schemas.AgentUpdate) -> schemas.Agent:
+        agent = await self.load(agent_id, for_update=True)
+        if data.name is not None:
+            agent.name = data.name
+        if "description" in data.model_fields_set:
+            agent.description = data.description
+        if data.config is not None:
+            agent.current_version += 1
+            version = await self._add_version(agent, agent.current_version, data.config.as_document())
+        else:
+            version = await self.version(agent_id, agent.current_version)
+        agent.updated_at = utcnow()
+        await self.agents.session.flush()
+        return _view(agent, version)
+
+    async def archive(self, agent_id: uuid.UUID) -> None:
+        agent = await self.load(agent_id)
+        if agent.archived_at is None:
+            agent.archived_at = utcnow()
+            await self.agents.session.flush()
+
+    async def list_versions(self, agent_id: uuid.UUID) -> list[AgentVersion]:
+        await self.load(agent_id)
+        return await self.versions.list_for(agent_id)
+
+    async def version(self, agent_id: uuid.UUID, number: int) -> AgentVersion:
+        found = await self.versions.get(agent_id, number)
+        if found is None:
+            raise NotFound(f"Agent {agent_id} has no version {number}")
+        return found
+
+    async def _add_version(self, agent: Agent, number: int, config: dict[str, object]) -> AgentVersion:
+        return await self.versions.add(
+            AgentVersion(
+                id=uuid.uuid4(),
+                tenant_id=agent.tenant_id,
+                agent_id=agent.id,
+                version=number,
+                config=config,
+                created_by=self.principal.sub,
+            )
+        )
+
+
+def _view(agent: Agent, version: AgentVersion) -> schemas.Agent:
+    return schemas.Agent(
+        id=agent.id,
+        name=agent.name,
+        description=agent.description,
+        version=version.version,
+        config=version.config,
+        created_at=agent.created_at,
+        updated_at=agent.updated_at,
+        archived_at=agent.archived_at,
+    )

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The authenticated caller: who (`sub`), for which tenant, with which roles."""
+
+    sub: str
+    tenant_id: str
+    roles: frozenset[str] = frozenset()
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles

@@ -1,0 +1,95 @@
+"""The `agent-runtime` command: serve | migrate | token | chat."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.settings import get_settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    uvicorn.run(
+        create_app(),
+        host=args.host,
+        port=args.port,
+        loop="auto",
+        http="auto",
+        log_level=args.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def _migrate(_: argparse.Namespace) -> int:
+    from app.core.migrate import upgrade_head
+
+    upgrade_head(get_settings().database_url)
+    print("database is at head")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from app.auth.secret import load_or_create_secret
+    from app.auth.verify import mint_user_token
+
+    settings = get_settings()
+    if settings.auth.jwks_url:
+        print("this service verifies tokens from AUTH_JWKS_URL; ask that issuer for a token", file=sys.stderr)
+        return 2
+    secret = settings.auth.jwt_secret or load_or_create_secret(settings.data_dir)
+    print(
+        mint_user_token(
+            secret,
+            tenant_id=args.tenant,
+            sub=args.sub,
+            roles=args.role or [],
+            ttl_seconds=args.ttl,
+            issuer=settings.auth.issuer,
+            audience=settings.auth.audience,
+        )
+    )
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from app.chat import run_chat
+
+    return run_chat(args.session_id, base_url=args.url, token=args.token)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-runtime", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=_serve)
+    sub.add_parser("migrate", help="upgrade the database to the latest schema").set_defaults(func=_migrate)
+    token = sub.add_parser("token", help="print a bearer token this service accepts")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--sub", required=True)
+    token.add_argument("--role", action="append", help="repeatable, e.g. --role admin")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+    token.set_defaults(func=_token)
+    chat = sub.add_parser("chat", help="talk to a session in the terminal")
+    chat.add_argument("session_id")
+    chat.add_argument("--url", default="http://127.0.0.1:8000")
+    chat.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
+    chat.set_defaults(func=_chat)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Long-lived collaborators built by the lifespan and handed to routers through dependencies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.auth.verify import TokenVerifier
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from app.turns.manager import TurnManager
+
+
+@dataclass
+class Container:
+    settings: Settings
+    engine: AsyncEngine
+    session_factory: async_sessionmaker[AsyncSession]
+    verifier: TokenVerifier
+    http: httpx.AsyncClient
+    turns: TurnManager | None = field(default=None)

@@ -1,0 +1,69 @@
+"""ASGI middleware answering 413 problem+json for request bodies over the configured size."""
+
+from __future__ import annotations
+
+import orjson
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.problems import PROBLEM_MEDIA_TYPE, TYPE_BASE
+
+
+class _TooLarge(HTTPException):
+    """Raised from `receive`; FastAPI re-raises HTTPExceptions, so the problem handler renders it."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"Request body exceeds {max_bytes} bytes")
+
+
+class BodySizeLimit:
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._reject(scope, send)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._reject(scope, send)
+
+    async def _reject(self, scope: Scope, send: Send) -> None:
+        body = orjson.dumps({
+            "type": TYPE_BASE + "payload-too-large",
+            "title": "Payload Too Large",
+            "status": 413,
+            "detail": f"Request body exceeds {self.max_bytes} bytes",
+            "instance": scope.get("path"),
+        })
+        await send({
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"content-length", str(len(body)).encode())],
+        })
+        await send({"type": "http.response.body", "body": body})

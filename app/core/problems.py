@@ -1,0 +1,98 @@
+"""One place that turns every error into application/problem+json (RFC 9457)."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.errors import AppError
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+TYPE_BASE = "https://agent-runtime.dev/problems/"
+log = logging.getLogger(__name__)
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+def problem_response(
+    request: Request, *, status: int, title: str, slug: str, detail: str, **extra: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + slug,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": request.url.path,
+        **extra,
+    }
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors():
+        out.append({"loc": [str(p) for p in err.get("loc", ())], "msg": err.get("msg", ""), "type": err.get("type", "")})
+    return out
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def _app_error(request: Request, exc: AppError) -> JSONResponse:
+        return problem_response(
+            request, status=exc.status, title=exc.title, slug=exc.type_slug, detail=exc.detail, **exc.extra
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = _validation_errors(exc)
+        fields = ", ".join(".".join(e["loc"]) for e in errors)
+        return problem_response(
+            request, status=422, title="Unprocessable Content", slug="validation-error",
+            detail=f"Invalid request: {fields}", errors=errors,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        slug = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(exc.status_code, "http-error")
+        detail = exc.detail if isinstance(exc.detail, str) else "HTTP error"
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"No route for {request.method} {request.url.path}"
+        return problem_response(
+            request, status=exc.status_code, title=_title(exc.status_code), slug=slug, detail=detail
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return problem_response(
+            request, status=500, title="Internal Server Error", slug="internal", detail="Unexpected error"
+        )
+
+
+def _title(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` entries documenting problem+json for the given statuses."""
+    return {
+        s: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": _title(s)} for s in statuses
+    }

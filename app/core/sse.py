@@ -1,0 +1,27 @@
+"""The one SSE response factory: pre-encoded frames, `: ping` heartbeats, cleanup on disconnect."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+
+SSE_MEDIA_TYPE = "text/event-stream"
+
+
+def encode_frame(seq: int, event_type: str, data_json: str) -> bytes:
+    """One SSE frame. `data_json` is compact JSON (no newlines), so one `data:` line suffices."""
+    return f"id: {seq}\nevent: {event_type}\ndata: {data_json}\n\n".encode()
+
+
+def _ping() -> ServerSentEvent:
+    return ServerSentEvent(comment="ping")
+
+
+def event_stream_response(frames: AsyncIterator[bytes], *, ping_seconds: float) -> EventSourceResponse:
+    return EventSourceResponse(
+        frames,
+        ping=max(1, round(ping_seconds)),
+        ping_message_factory=_ping,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

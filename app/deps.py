@@ -1,0 +1,55 @@
+"""Typed FastAPI dependencies: the container, the request's unit of work, the caller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.principal import Principal
+from app.container import Container
+from app.core.db import unit_of_work
+from app.errors import Forbidden, Unauthorized
+
+_bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
+
+
+def get_container(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+async def get_db(container: ContainerDep) -> AsyncIterator[AsyncSession]:
+    """The request owns the transaction: commit on success, roll back on error."""
+    async with unit_of_work(container.session_factory) as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_db)]
+
+
+async def get_principal(
+    container: ContainerDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise Unauthorized("Missing bearer token")
+    return await container.verifier.verify(credentials.credentials)
+
+
+CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
+
+
+async def require_admin(principal: CurrentPrincipal) -> Principal:
+    if not principal.is_admin:
+        raise Forbidden("This operation needs role admin")
+    return principal
+
+
+AdminPrincipal = Annotated[Principal, Depends(require_admin)]

@@ -1,0 +1,55 @@
+"""Domain errors, rendered as RFC 9457 problem+json by one handler (see app.core.problems)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AppError(Exception):
+    """Base of every expected failure; carries its HTTP status and a stable problem type."""
+
+    status: int = 500
+    title: str = "Internal Server Error"
+    type_slug: str = "internal"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class BadRequest(AppError):
+    status, title, type_slug = 400, "Bad Request", "bad-request"
+
+
+class Unauthorized(AppError):
+    status, title, type_slug = 401, "Unauthorized", "unauthorized"
+
+
+class Forbidden(AppError):
+    status, title, type_slug = 403, "Forbidden", "forbidden"
+
+
+class NotFound(AppError):
+    status, title, type_slug = 404, "Not Found", "not-found"
+
+
+class Conflict(AppError):
+    status, title, type_slug = 409, "Conflict", "conflict"
+
+
+class PayloadTooLarge(AppError):
+    status, title, type_slug = 413, "Payload Too Large", "payload-too-large"
+
+
+class InvalidInput(AppError):
+    """A semantically invalid field that passed schema validation (422 with the field named)."""
+
+    status, title, type_slug = 422, "Unprocessable Content", "validation-error"
+
+    def __init__(self, detail: str, *, field: str) -> None:
+        super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
+
+
+class ServiceUnavailable(AppError):
+    status, title, type_slug = 503, "Service Unavailable", "unavailable"

@@ -1,0 +1,251 @@
+"""Policy decision point: rules and an input in, one decision out.
+
+Every turn's prompt (``pre_llm``) and every tool call (``tool``) is judged here. The module is
+pure -- no I/O, no clock, no randomness -- so the same policy and input always give the same
+decision, a receipt's ``policy_hash`` names exactly the rules that produced it, and the most
+security-critical code in the service can be tested exhaustively without a database.
+
+Precedence: the tool blacklist, then tenant rules, then agent rules; the first matching rule wins
+and no match allows. Callers use the ``decide_*`` wrappers, which fail closed: any error raised
+while evaluating becomes a deny with rule id ``engine_error``, so a broken rule never lets a call
+through.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from itertools import chain
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from app.governance.canonical import canonical_json, sha256_hex
+
+Point = Literal["pre_llm", "tool"]
+Verdict = Literal["allow", "deny", "requires_approval"]
+
+BLACKLIST_RULE_ID = "tool_blacklist"
+ENGINE_ERROR_RULE_ID = "engine_error"
+HASH_UNAVAILABLE = "unavailable"
+MAX_REGEX_LENGTH = 1000
+
+_TOOL_FIELDS = frozenset({"tool", "args"})
+
+
+class PolicyRule(BaseModel):
+    """One configured rule; validation errors name the offending field for the API's 422."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=128)
+    point: Point
+    verdict: Verdict
+    reason: str | None = None
+    tool: str | None = Field(default=None, min_length=1, validate_default=True)
+    args: dict[str, Any] | None = None
+    input_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
+    max_input_chars: int | None = Field(default=None, ge=1)
+
+    @field_validator("tool", "args", "input_regex", "max_input_chars")
+    @classmethod
+    def _belongs_to_point(cls, value: object, info: ValidationInfo) -> object:
+        point = info.data.get("point")
+        field = info.field_name or ""
+        owner = "tool" if field in _TOOL_FIELDS else "pre_llm"
+        if value is None or point is None or point == owner:
+            return value
+        raise PydanticCustomError(
+            "policy_field_point",
+            "{field} is only allowed when point is '{owner}'",
+            {"field": field, "owner": owner},
+        )
+
+    @field_validator("tool")
+    @classmethod
+    def _tool_required(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None and info.data.get("point") == "tool":
+            raise PydanticCustomError("policy_tool_required", "tool is required when point is 'tool'")
+        return value
+
+    @field_validator("input_regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            re.compile(value)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise PydanticCustomError(
+                "policy_regex",
+                "input_regex is not a valid regular expression: {error}",
+                {"error": str(exc)},
+            ) from exc
+        return value
+
+    @model_validator(mode="after")
+    def _pre_llm_has_condition(self) -> Self:
+        if self.point == "pre_llm" and self.input_regex is None and self.max_input_chars is None:
+            raise PydanticCustomError(
+                "policy_pre_llm_condition",
+                "a pre_llm rule needs input_regex or max_input_chars",
+            )
+        return self
+
+
+def _ids_unique(rules: list[PolicyRule]) -> list[PolicyRule]:
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.id in seen:
+            raise PydanticCustomError(
+                "policy_duplicate_id", "duplicate policy id '{id}'", {"id": rule.id}
+            )
+        seen.add(rule.id)
+    return rules
+
+
+PolicyRuleList = Annotated[list[PolicyRule], AfterValidator(_ids_unique)]
+"""A list of rules whose ids are unique; use it as the field type wherever rules are accepted."""
+
+_RULES_ADAPTER: TypeAdapter[list[PolicyRule]] = TypeAdapter(PolicyRuleList)
+
+
+def parse_rules(raw: list[dict[str, Any]]) -> tuple[PolicyRule, ...]:
+    """Validate raw rule dicts (raises ``pydantic.ValidationError`` with per-rule locations)."""
+    return tuple(_RULES_ADAPTER.validate_python(raw))
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """Everything one decision is made against: the tenant's rules, the agent's, the blacklist."""
+
+    tenant_rules: tuple[PolicyRule, ...] = ()
+    agent_rules: tuple[PolicyRule, ...] = ()
+    tool_blacklist: tuple[str, ...] = ()
+
+    @cached_property
+    def policy_hash(self) -> str:
+        """SHA-256 of the canonical JSON of the set; unset rule fields are left out."""
+        document = {
+            "tenant": [_rule_document(rule) for rule in self.tenant_rules],
+            "agent": [_rule_document(rule) for rule in self.agent_rules],
+            "tool_blacklist": list(self.tool_blacklist),
+        }
+        return sha256_hex(canonical_json(document))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one evaluation, as stored in receipts and sent as ``policy.decision``."""
+
+    point: Point
+    verdict: Verdict
+    rule_id: str | None
+    reason: str | None
+    policy_hash: str
+
+
+def evaluate_pre_llm(policy: PolicySet, input_text: str) -> Decision:
+    """Judge a turn's input; raises on engine errors (callers use ``decide_pre_llm``)."""
+    for rule in _rules_at(policy, "pre_llm"):
+        if _matches_input(rule, input_text):
+            return _decision_from(rule, policy)
+    return Decision("pre_llm", "allow", None, None, policy.policy_hash)
+
+
+def evaluate_tool(policy: PolicySet, tool_name: str, arguments: dict[str, Any]) -> Decision:
+    """Judge one tool call; raises on engine errors (callers use ``decide_tool``)."""
+    if not isinstance(arguments, dict):
+        raise TypeError(f"tool arguments must be an object, not {type(arguments).__name__}")
+    pattern = _blacklist_match(policy.tool_blacklist, tool_name)
+    if pattern is not None:
+        reason = f"tool '{tool_name}' matches blacklist pattern '{pattern}'"
+        return Decision("tool", "deny", BLACKLIST_RULE_ID, reason, policy.policy_hash)
+    for rule in _rules_at(policy, "tool"):
+        if _matches_call(rule, tool_name, arguments):
+            return _decision_from(rule, policy)
+    return Decision("tool", "allow", None, None, policy.policy_hash)
+
+
+def decide_pre_llm(policy: PolicySet, input_text: str) -> Decision:
+    """``evaluate_pre_llm`` that never raises: an engine error is a deny."""
+    try:
+        return evaluate_pre_llm(policy, input_text)
+    except Exception as exc:
+        return _engine_error("pre_llm", policy, exc)
+
+
+def decide_tool(policy: PolicySet, tool_name: str, arguments: dict[str, Any]) -> Decision:
+    """``evaluate_tool`` that never raises: an engine error is a deny."""
+    try:
+        return evaluate_tool(policy, tool_name, arguments)
+    except Exception as exc:
+        return _engine_error("tool", policy, exc)
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a tool call's arguments, independent of key order."""
+    return sha256_hex(canonical_json(arguments))
+
+
+def _rule_document(rule: PolicyRule) -> dict[str, Any]:
+    return rule.model_dump(mode="json", exclude_none=True)
+
+
+def _rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
+    return (rule for rule in chain(policy.tenant_rules, policy.agent_rules) if rule.point == point)
+
+
+@lru_cache(maxsize=512)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _matches_input(rule: PolicyRule, input_text: str) -> bool:
+    if rule.max_input_chars is not None and len(input_text) <= rule.max_input_chars:
+        return False
+    return rule.input_regex is None or _compiled(rule.input_regex).search(input_text) is not None
+
+
+def _blacklist_match(blacklist: tuple[str, ...], tool_name: str) -> str | None:
+    return next((pattern for pattern in blacklist if fnmatch.fnmatchcase(tool_name, pattern)), None)
+
+
+def _matches_call(rule: PolicyRule, tool_name: str, arguments: dict[str, Any]) -> bool:
+    if rule.tool is None or not fnmatch.fnmatchcase(tool_name, rule.tool):
+        return False
+    expected = rule.args or {}
+    return all(key in arguments and arguments[key] == value for key, value in expected.items())
+
+
+def _decision_from(rule: PolicyRule, policy: PolicySet) -> Decision:
+    return Decision(rule.point, rule.verdict, rule.id, rule.reason, policy.policy_hash)
+
+
+def _engine_error(point: Point, policy: PolicySet, exc: Exception) -> Decision:
+    try:
+        policy_hash = policy.policy_hash
+    except Exception:
+        policy_hash = HASH_UNAVAILABLE
+    reason = f"policy engine error: {_type_name(exc)}"
+    return Decision(point, "deny", ENGINE_ERROR_RULE_ID, reason, policy_hash)
+
+
+def _type_name(exc: Exception) -> str:
+    kind = type(exc)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"

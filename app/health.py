@@ -1,0 +1,40 @@
+"""Liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.core.problems import problem_responses
+from app.deps import ContainerDep
+from app.errors import ServiceUnavailable
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+@router.get("/healthz", operation_id="healthz", response_model=Health)
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get("/readyz", operation_id="readyz", response_model=Health, responses=problem_responses(503))
+async def readyz(container: ContainerDep) -> Health:
+    try:
+        async with container.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except (SQLAlchemyError, OSError) as exc:
+        raise ServiceUnavailable("Database is unreachable") from exc
+    return Health(status="ready")
+
+
+@router.get("/metrics", operation_id="metrics", response_class=PlainTextResponse)
+async def metrics() -> PlainTextResponse:
+    return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)

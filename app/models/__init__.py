@@ -1,0 +1,32 @@
+"""All ORM tables, one file each; importing this package registers them on `Base.metadata`."""
+
+from app.models.agent import Agent
+from app.models.agent_version import AgentVersion
+from app.models.approval import Approval
+from app.models.audit_record import AuditRecord
+from app.models.base import Base
+from app.models.message import Message
+from app.models.policy_decision import PolicyDecision
+from app.models.session import Session
+from app.models.tenant_policy import TenantPolicy
+from app.models.tool_execution import ToolExecution
+from app.models.turn import ACTIVE_STATUSES, Turn
+from app.models.turn_event import TurnEvent
+from app.models.usage import Usage
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "Agent",
+    "AgentVersion",
+    "Approval",
+    "AuditRecord",
+    "Base",
+    "Message",
+    "PolicyDecision",
+    "Session",
+    "TenantPolicy",
+    "ToolExecution",
+    "Turn",
+    "TurnEvent",
+    "Usage",
+]

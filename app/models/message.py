@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Boolean, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import BigIntId, Base, CreatedMixin, TenantMixin
+
+
+class Message(TenantMixin, CreatedMixin, Base):
+    """Conversation history in a provider-neutral shape (user, assistant, tool)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_session_id_id", "session_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[list[Any] | None]
+    tool_call_id: Mapped[str | None] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(256))
+    is_error: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin
+
+
+class PolicyDecision(IdMixin, TenantMixin, CreatedMixin, Base):
+    """A receipt of one policy decision, with the hash of the policy set that made it."""
+
+    __tablename__ = "policy_decisions"
+    __table_args__ = (Index("ix_policy_decisions_turn_created", "turn_id", "created_at"),)
+
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    point: Mapped[str] = mapped_column(String(16))
+    tool_call_id: Mapped[str | None] = mapped_column(String(128))
+    tool_name: Mapped[str | None] = mapped_column(String(256))
+    verdict: Mapped[str] = mapped_column(String(24))
+    rule_id: Mapped[str | None] = mapped_column(String(128))
+    reason: Mapped[str | None] = mapped_column(Text)
+    policy_hash: Mapped[str] = mapped_column(String(64))

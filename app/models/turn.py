@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, Uuid, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, utcnow
+
+ACTIVE_STATUSES = ("running", "interrupted")
+_ACTIVE_WHERE = text("status IN ('running', 'interrupted')")
+
+
+class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
+    __tablename__ = "turns"
+    __table_args__ = (
+        Index("ix_turns_session_created", "session_id", "created_at"),
+        Index("ix_turns_status", "status"),
+        Index(
+            "uq_turns_one_active_per_session",
+            "session_id",
+            unique=True,
+            postgresql_where=_ACTIVE_WHERE,
+            sqlite_where=_ACTIVE_WHERE,
+        ),
+    )
+
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(24), default="running")
+    input: Mapped[str] = mapped_column(Text)
+    final_output: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[dict[str, Any] | None]
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    loop_count: Mapped[int] = mapped_column(Integer, default=0)
+    max_loops: Mapped[int] = mapped_column(Integer)
+    max_output_tokens: Mapped[int] = mapped_column(Integer)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    owner_sub: Mapped[str] = mapped_column(String(256))
+    resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

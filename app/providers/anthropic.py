@@ -1,0 +1,216 @@
+"""Anthropic Messages API behind the Provider protocol: official SDK, streaming, client-side tools only.
+
+The SDK (2.x) speaks `httpx2`, not `httpx`: a custom `http_client` must be an `httpx2.AsyncClient`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal
+
+import anthropic
+import httpx2
+from anthropic.lib.streaming import TextEvent
+from anthropic.types import ContentBlockParam, Message, MessageParam, TextBlock, ToolParam, ToolUseBlock
+
+from app.providers.base import (
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    ProviderEvent,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+)
+
+AnthropicRole = Literal["user", "assistant"]
+
+_CODE_BY_ERROR_TYPE = {
+    "overloaded_error": "provider_overloaded",
+    "rate_limit_error": "provider_rate_limited",
+    "authentication_error": "provider_auth_failed",
+    "permission_error": "provider_auth_failed",
+    "billing_error": "provider_auth_failed",
+    "invalid_request_error": "provider_bad_request",
+    "not_found_error": "provider_bad_request",
+    "timeout_error": "provider_timeout",
+    "api_error": "provider_error",
+}
+_CODE_BY_STATUS = {
+    529: "provider_overloaded",
+    429: "provider_rate_limited",
+    401: "provider_auth_failed",
+    402: "provider_auth_failed",
+    403: "provider_auth_failed",
+    408: "provider_timeout",
+}
+_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
+_MAX_DETAIL_CHARS = 300
+
+
+def build_anthropic_client(
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    *,
+    http_client: httpx2.AsyncClient | None = None,
+) -> anthropic.AsyncAnthropic | None:
+    """The SDK client, or None when no API key is configured (the provider then reports it per call)."""
+    if not api_key:
+        return None
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+        http_client=http_client,
+    )
+
+
+class AnthropicProvider:
+    def __init__(self, client: anthropic.AsyncAnthropic | None) -> None:
+        self._client = client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        client = self._client
+        if client is None:
+            raise ProviderError("provider_not_configured", "no Anthropic API key is configured")
+        model = _model_name(request)
+        messages = to_anthropic_messages(request.messages)
+        tools = [to_tool_param(spec) for spec in request.tools]
+        try:
+            async with client.messages.stream(
+                model=model,
+                max_tokens=request.max_tokens,
+                system=request.system or anthropic.omit,
+                messages=messages,
+                tools=tools or anthropic.omit,
+            ) as stream:
+                async for event in stream:
+                    if isinstance(event, TextEvent):
+                        yield TextDelta(event.text)
+                final = await stream.get_final_message()
+        except anthropic.AnthropicError as exc:
+            raise to_provider_error(exc, api_key=client.api_key) from exc
+        yield to_model_response(final)
+
+
+def _model_name(request: ModelRequest) -> str:
+    name = request.model.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProviderError("provider_bad_request", "model.name is required for the anthropic provider")
+    return name
+
+
+def to_tool_param(spec: ToolSpec) -> ToolParam:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+
+
+def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
+    """Neutral history to Anthropic turns: tool results become user blocks, same-role neighbours merge.
+
+    The API wants user and assistant to alternate, and all results of one tool-use turn in the single
+    user message that follows it.
+    """
+    turns: list[tuple[AnthropicRole, list[ContentBlockParam]]] = []
+    for message in history:
+        role, blocks = _to_blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockParam]]:
+    if message.role == "tool":
+        if not message.tool_call_id:
+            raise ProviderError("provider_bad_request", "a tool message in the history has no tool_call_id")
+        result: ContentBlockParam = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+            "is_error": message.is_error,
+        }
+        return "user", [result]
+    blocks: list[ContentBlockParam] = []
+    # The API rejects empty or whitespace-only text blocks.
+    if message.content.strip():
+        blocks.append({"type": "text", "text": message.content})
+    if message.role == "user":
+        return "user", blocks
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    )
+    return "assistant", blocks
+
+
+def to_model_response(message: Message) -> ModelResponse:
+    """The final message as a ModelResponse; input tokens include cache reads and writes."""
+    text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
+    calls = [
+        ToolCall(id=block.id, name=block.name, arguments=dict(block.input))
+        for block in message.content
+        if isinstance(block, ToolUseBlock)
+    ]
+    usage = message.usage
+    input_tokens = (
+        usage.input_tokens + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    )
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=usage.output_tokens,
+        stop_reason=message.stop_reason,
+    )
+
+
+def to_provider_error(exc: anthropic.AnthropicError, *, api_key: str | None) -> ProviderError:
+    code, message = _classify(exc)
+    return ProviderError(code, _redact(message, api_key))
+
+
+def _classify(exc: anthropic.AnthropicError) -> tuple[str, str]:
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "provider_timeout", "the Anthropic API did not answer in time"
+    if isinstance(exc, anthropic.APIConnectionError):
+        return "provider_unavailable", "could not reach the Anthropic API"
+    if isinstance(exc, anthropic.APIStatusError):
+        return _status_code(exc), _status_message(exc)
+    return "provider_error", f"Anthropic SDK error ({type(exc).__name__})"
+
+
+def _status_code(exc: anthropic.APIStatusError) -> str:
+    """The error type in the body wins: an error event inside a 200 stream carries only the type."""
+    by_type = _CODE_BY_ERROR_TYPE.get(exc.type or "")
+    if by_type:
+        return by_type
+    by_status = _CODE_BY_STATUS.get(exc.status_code)
+    if by_status:
+        return by_status
+    return "provider_bad_request" if 400 <= exc.status_code < 500 else "provider_error"
+
+
+def _status_message(exc: anthropic.APIStatusError) -> str:
+    where = f"HTTP {exc.status_code}" if exc.status_code >= 400 else "an error event in the stream"
+    message = f"Anthropic API returned {where}"
+    if exc.type:
+        message += f" ({exc.type})"
+    if exc.api_message:
+        message += f": {exc.api_message[:_MAX_DETAIL_CHARS]}"
+    if exc.request_id:
+        message += f" [request-id {exc.request_id}]"
+    return message
+
+
+def _redact(message: str, api_key: str | None) -> str:
+    if api_key:
+        message = message.replace(api_key, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", message)

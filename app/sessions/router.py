@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response, status
+
+from app.core.pagination import MAX_LIMIT, Page
+from app.core.problems import problem_responses
+from app.deps import CurrentPrincipal, SessionDep
+from app.sessions import schemas
+from app.sessions.service import SessionService
+
+router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
+
+
+def get_service(db: SessionDep, principal: CurrentPrincipal) -> SessionService:
+    return SessionService(db, principal)
+
+
+Service = Annotated[SessionService, Depends(get_service)]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
+
+
+@router.post(
+    "", operation_id="createSession", status_code=status.HTTP_201_CREATED, response_model=schemas.Session,
+    responses=problem_responses(404, 409),
+)
+async def create_session(body: schemas.SessionCreate, service: Service, response: Response) -> schemas.Session:
+    session = schemas.Session.model_validate(await service.create(body))
+    response.headers["Location"] = f"/sessions/{session.id}"
+    return session
+
+
+@router.get("", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400))
+async def list_sessions(
+    service: Service, agent_id: uuid.UUID | None = None, limit: Limit = 50, cursor: str | None = None
+) -> Page[schemas.Session]:
+    return await service.list(agent_id=agent_id, limit=limit, cursor=cursor)
+
+
+@router.get(
+    "/{session_id}", operation_id="getSession", response_model=schemas.Session, responses=problem_responses(404)
+)
+async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Session:
+    return schemas.Session.model_validate(await service.get(session_id))
+
+
+@router.delete(
+    "/{session_id}", operation_id="closeSession", status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(404),
+)
+async def close_session(session_id: uuid.UUID, service: Service) -> Response:
+    await service.close(session_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get(
+    "/{session_id}/messages", operation_id="listSessionMessages", response_model=schemas.MessagePage,
+    responses=problem_responses(400, 404),
+)
+async def list_messages(
+    session_id: uuid.UUID, service: Service, limit: Limit = 100, cursor: str | None = None
+) -> schemas.MessagePage:
+    return await service.messages_page(session_id, limit=limit, cursor=cursor)

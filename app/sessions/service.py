@@ -1,0 +1,81 @@
+"""Sessions pin one agent version: its config is copied in as the snapshot at creation."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.agents.service import AgentService
+from app.auth.principal import Principal
+from app.core.pagination import Page, page_of
+from app.errors import BadRequest, Conflict, NotFound
+from app.models import Session
+from app.models.base import utcnow
+from app.sessions import schemas
+from app.sessions.repository import MessageRepository, SessionRepository
+
+
+class SessionService:
+    def __init__(self, db: AsyncSession, principal: Principal) -> None:
+        self.db = db
+        self.principal = principal
+        self.sessions = SessionRepository(db, principal.tenant_id)
+        self.messages = MessageRepository(db, principal.tenant_id)
+
+    async def create(self, data: schemas.SessionCreate) -> Session:
+        agents = AgentService(self.db, self.principal)
+        agent = await agents.load(data.agent_id)
+        if agent.archived_at is not None:
+            raise Conflict(f"Agent {agent.id} is archived: it takes no new sessions")
+        version = await agents.version(agent.id, data.agent_version or agent.current_version)
+        return await self.sessions.add(
+            Session(
+                id=uuid.uuid4(),
+                tenant_id=self.principal.tenant_id,
+                agent_id=agent.id,
+                agent_version=version.version,
+                owner_sub=self.principal.sub,
+                snapshot=version.config,
+                meta=data.metadata,
+                status="open",
+            )
+        )
+
+    async def get(self, session_id: uuid.UUID, *, for_update: bool = False) -> Session:
+        session = await self.sessions.get(self.principal, session_id, for_update=for_update)
+        if session is None:
+            raise NotFound(f"Session {session_id} not found")
+        return session
+
+    async def list(self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None) -> Page[schemas.Session]:
+        rows = await self.sessions.page(self.principal, agent_id=agent_id, limit=limit, cursor=cursor)
+        items, next_cursor = page_of(rows, limit)
+        return Page(items=[schemas.Session.model_validate(s) for s in items], next_cursor=next_cursor)
+
+    async def close(self, session_id: uuid.UUID) -> None:
+        session = await self.get(session_id, for_update=True)
+        if session.status == "closed":
+            return
+        session.status = "closed"
+        session.closed_at = utcnow()
+        await self.db.flush()
+
+    async def messages_page(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.MessagePage:
+        await self.get(session_id)
+        after = _after(cursor)
+        rows = await self.messages.page(session_id, after=after, limit=limit)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return schemas.MessagePage(
+            items=[schemas.MessageOut.model_validate(m) for m in rows],
+            next_cursor=str(rows[-1].id) if more else None,
+        )
+
+
+def _after(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise BadRequest("Invalid cursor", errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}])
+    return int(cursor)

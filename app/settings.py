@@ -1,0 +1,99 @@
+"""Grouped settings, read once from the environment (DESIGN.md "Running it")."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from typing import Annotated
+
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _group(prefix: str) -> SettingsConfigDict:
+    return SettingsConfigDict(env_prefix=prefix, extra="ignore", env_file=None)
+
+
+class DbSettings(BaseSettings):
+    model_config = _group("DATABASE_")
+    url: str = ""
+    pool_size: int = Field(default=20, ge=1)
+    max_overflow: int = Field(default=20, ge=0)
+    echo: bool = False
+
+
+class AuthSettings(BaseSettings):
+    """Inbound bearer-token verification: HS256 secret, or a JWKS with issuer and audience."""
+
+    model_config = _group("AUTH_")
+    jwt_secret: str | None = None
+    jwks_url: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+    leeway_seconds: int = Field(default=30, ge=0, le=60)
+    jwks_cache_seconds: int = Field(default=300, ge=0)
+
+
+class SigningSettings(BaseSettings):
+    """Outbound per-turn tokens (MCP gateway, Context Engine)."""
+
+    model_config = _group("SIGNING_")
+    key_file: Path | None = None
+    issuer: str = "agent-runtime"
+    token_ttl_seconds: int = Field(default=300, ge=10, le=300)
+
+
+class AnthropicSettings(BaseSettings):
+    model_config = _group("ANTHROPIC_")
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_seconds: float = 120.0
+    max_retries: int = Field(default=2, ge=0)
+
+
+class ContextEngineSettings(BaseSettings):
+    model_config = _group("CONTEXT_ENGINE_")
+    url: str | None = None
+    timeout_seconds: float = 5.0
+
+
+class McpGatewaySettings(BaseSettings):
+    model_config = _group("MCP_GATEWAY_")
+    url: str | None = None
+    timeout_seconds: float = 30.0
+
+
+class HttpSettings(BaseSettings):
+    model_config = _group("")
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    sse_ping_seconds: float = Field(default=15.0, gt=0)
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [o.strip() for o in value.split(",") if o.strip()]
+        return value
+
+
+class Settings(BaseSettings):
+    model_config = _group("")
+    data_dir: Path = Path("./data")
+    db: DbSettings = Field(default_factory=DbSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    signing: SigningSettings = Field(default_factory=SigningSettings)
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
+    mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+
+    @property
+    def database_url(self) -> str:
+        return self.db.url or f"sqlite+aiosqlite:///{self.data_dir / 'agent-runtime.db'}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

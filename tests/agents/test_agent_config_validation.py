@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.factories import scripted_config
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    return scripted_config() | changes
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        (_with(model={"provider": "openai", "name": "x"}), "model.provider"),
+        (_with(model={"provider": "scripted"}), "model"),
+        (_with(model={"provider": "anthropic"}), "model"),
+        (_with(tools=["shell:rm"]), "tools"),
+        (_with(tools=["builtin:unknown"]), "tools"),
+        (_with(limits={"max_loops": 0}), "limits.max_loops"),
+        (_with(limits={"max_loops": 1000}), "limits.max_loops"),
+        (_with(limits={"max_output_tokens": -1}), "limits.max_output_tokens"),
+        (_with(policies=[{"id": "p", "point": "tool", "verdict": "deny"}]), "policies.0"),
+        (_with(policies=[{"id": "p", "point": "tool", "tool": "*", "verdict": "maybe"}]), "policies.0.verdict"),
+        (_with(runtime="other"), "runtime"),
+        (_with(surprise=True), "surprise"),
+    ],
+)
+async def test_invalid_config_names_the_field(
+    client: httpx.AsyncClient, alice: dict[str, str], config: dict[str, Any], field: str
+) -> None:
+    response = await client.post("/agents", json={"name": "bad", "config": config}, headers=alice)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    locations = [".".join(e["loc"]) for e in body["errors"]]
+    assert any(loc.startswith(f"body.config.{field}") for loc in locations), locations
+    assert body["status"] == 422 and body["title"] and body["type"]
+
+
+async def test_wrong_types_are_422(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
+    response = await client.post("/agents", json={"name": 5, "config": "nope"}, headers=alice)
+    assert response.status_code == 422
+    locations = {".".join(e["loc"]) for e in response.json()["errors"]}
+    assert {"body.name", "body.config"} <= locations
+
+
+async def test_malformed_json_is_422_problem(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
+    response = await client.post(
+        "/agents", content=b"{not json", headers=alice | {"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
