@@ -63,6 +63,16 @@ def _chat(args: argparse.Namespace) -> int:
     return run_chat(args.session_id, base_url=args.url, token=args.token)
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value!r}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-runtime", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--tenant", required=True)
     token.add_argument("--sub", required=True)
     token.add_argument("--role", action="append", help="repeatable, e.g. --role admin")
-    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+    token.add_argument("--ttl", type=_positive_int, default=3600, help="lifetime in seconds")
     token.set_defaults(func=_token)
     chat = sub.add_parser("chat", help="talk to a session in the terminal")
     chat.add_argument("session_id")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
 from app.settings import Settings
 
@@ -23,3 +24,4 @@ class Container:
     verifier: TokenVerifier
     http: httpx.AsyncClient
     turns: TurnManager | None = field(default=None)
+    signing: SigningKeys | None = field(default=None)

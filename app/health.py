@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -13,6 +15,7 @@ from app.core.problems import problem_responses
 from app.deps import ContainerDep
 from app.errors import ServiceUnavailable
 
+READY_TIMEOUT_SECONDS = 3.0
 router = APIRouter(tags=["health"])
 
 
@@ -28,9 +31,9 @@ async def healthz() -> Health:
 @router.get("/readyz", operation_id="readyz", response_model=Health, responses=problem_responses(503))
 async def readyz(container: ContainerDep) -> Health:
     try:
-        async with container.engine.connect() as conn:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS), container.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
-    except (SQLAlchemyError, OSError) as exc:
+    except (SQLAlchemyError, OSError) as exc:  # OSError covers refused connections and TimeoutError
         raise ServiceUnavailable("Database is unreachable") from exc
     return Health(status="ready")
 

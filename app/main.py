@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app.agents.router import router as agents_router
+from app.auth.jwks_router import router as jwks_router
+from app.auth.signing import SigningKeys
+from app.context.engine_client import ContextEngineClient
 from app.auth.secret import load_or_create_secret
 from app.auth.verify import JwksCache, TokenVerifier
 from app.container import Container
@@ -18,9 +22,16 @@ from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
+from app.graph.build import build_graph
 from app.health import router as health_router
+from app.providers.anthropic import AnthropicProvider, build_anthropic_client
+from app.providers.registry import ProviderRegistry
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
+from app.tools.mcp_gateway import McpGatewayClient
+from app.turns.events import event_schemas
+from app.turns.manager import Outbound, TurnManager
+from app.turns.router import router as turns_router
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -48,12 +59,47 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         verifier=build_verifier(settings, http),
         http=http,
     )
+    anthropic_client = build_anthropic_client(
+        settings.anthropic.api_key, settings.anthropic.base_url, settings.anthropic.timeout_seconds,
+        settings.anthropic.max_retries,
+    )
+    signing = await asyncio.to_thread(SigningKeys.load_or_create, settings.signing.key_file, settings.data_dir)
+    outbound = Outbound(
+        signing=signing,
+        issuer=settings.signing.issuer,
+        token_ttl=settings.signing.token_ttl_seconds,
+        context_engine=_context_engine(settings, http),
+        gateway=_gateway(settings),
+    )
+    container.signing = signing
+    container.turns = TurnManager(
+        engine=engine,
+        graph=build_graph(),
+        providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
+        outbound=outbound,
+    )
     app.state.container = container
+    await container.turns.recover()
     try:
         yield
     finally:
+        await container.turns.shutdown()
+        if outbound.gateway is not None:
+            await outbound.gateway.aclose()
+        if anthropic_client is not None:
+            await anthropic_client.close()
         await http.aclose()
         await engine.dispose()
+
+
+def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:
+    url = settings.context_engine.url
+    return ContextEngineClient(http, base_url=url, timeout=settings.context_engine.timeout_seconds) if url else None
+
+
+def _gateway(settings: Settings) -> McpGatewayClient | None:
+    url = settings.mcp_gateway.url
+    return McpGatewayClient(url, settings.mcp_gateway.timeout_seconds) if url else None
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -75,6 +121,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Location"],
         )
-    for router in (health_router, agents_router, sessions_router):
+    for router in (health_router, jwks_router, agents_router, sessions_router, turns_router):
         app.include_router(router)
+    _publish_event_schemas(app)
     return app
+
+
+def _publish_event_schemas(app: FastAPI) -> None:
+    """Put the SSE event union under components, so generated clients get typed events."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

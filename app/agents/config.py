@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from app.governance.policy import PolicyRule
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
-_TOOL_REF = re.compile(r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$")
+_TOOL_REF = re.compile(
+    r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$"
+)
 
 
 class _Strict(BaseModel):
@@ -74,8 +76,9 @@ class AgentConfig(_Strict):
     def _tool_refs(cls, tools: list[str]) -> list[str]:
         for ref in tools:
             if not _TOOL_REF.match(ref):
+                names = ", ".join(BUILTIN_TOOL_NAMES)
                 raise ValueError(
-                    f"unknown tool reference {ref!r}: use builtin:NAME ({', '.join(BUILTIN_TOOL_NAMES)}) or mcp:SERVER_ID"
+                    f"unknown tool reference {ref!r}: use builtin:NAME ({names}) or mcp:SERVER_ID"
                 )
         if len(set(tools)) != len(tools):
             raise ValueError("tools must not repeat")

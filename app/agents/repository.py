@@ -22,7 +22,9 @@ class AgentRepository(TenantRepository[Agent]):
         stmt = self.readable()
         if not include_archived:
             stmt = stmt.where(Agent.archived_at.is_(None))
-        return await self.all(paginate(stmt, created_at=Agent.created_at, row_id=Agent.id, limit=limit, cursor=cursor))
+        return await self.all(
+            paginate(stmt, created_at=Agent.created_at, row_id=Agent.id, limit=limit, cursor=cursor)
+        )
 
 
 class AgentVersionRepository(TenantRepository[AgentVersion]):

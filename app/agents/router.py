@@ -22,19 +22,25 @@ Service = Annotated[AgentService, Depends(get_service)]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 
 
-@router.post("", operation_id="createAgent", status_code=status.HTTP_201_CREATED, response_model=schemas.Agent)
+@router.post(
+    "", operation_id="createAgent", status_code=status.HTTP_201_CREATED, response_model=schemas.Agent
+)
 async def create_agent(body: schemas.AgentCreate, service: Service, response: Response) -> schemas.Agent:
     agent = await service.create(body)
     response.headers["Location"] = f"/agents/{agent.id}"
     return agent
 
 
-@router.get("", operation_id="listAgents", response_model=Page[schemas.Agent], responses=problem_responses(400))
+@router.get(
+    "", operation_id="listAgents", response_model=Page[schemas.Agent], responses=problem_responses(400)
+)
 async def list_agents(service: Service, limit: Limit = 50, cursor: str | None = None) -> Page[schemas.Agent]:
-    return await service.list(limit=limit, cursor=cursor)
+    return await service.page(limit=limit, cursor=cursor)
 
 
-@router.get("/{agent_id}", operation_id="getAgent", response_model=schemas.Agent, responses=problem_responses(404))
+@router.get(
+    "/{agent_id}", operation_id="getAgent", response_model=schemas.Agent, responses=problem_responses(404)
+)
 async def get_agent(agent_id: uuid.UUID, service: Service) -> schemas.Agent:
     return await service.get(agent_id)
 

@@ -35,7 +35,7 @@ class AgentService:
         version = await self._add_version(agent, 1, data.config.as_document())
         return _view(agent, version)
 
-    async def list(self, *, limit: int, cursor: str | None) -> Page[schemas.Agent]:
+    async def page(self, *, limit: int, cursor: str | None) -> Page[schemas.Agent]:
         rows = await self.agents.page(limit=limit, cursor=cursor, include_archived=False)
         items, next_cursor = page_of(rows, limit)
         current = await self.versions.current_for(items)

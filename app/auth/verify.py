@@ -8,8 +8,9 @@ registered claim we rely on is checked explicitly: python-jose alone accepts a t
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -20,41 +21,73 @@ from app.auth.principal import Principal
 from app.errors import Unauthorized
 
 OUTBOUND_AUDIENCES = frozenset({"mcp-gateway", "context-engine"})
+MAX_LEEWAY_SECONDS = 60
 _ALG_BY_KTY = {"RSA": "RS256", "EC": "ES256"}
+_JWKS_ALGORITHMS = frozenset(_ALG_BY_KTY.values())
+log = logging.getLogger(__name__)
 
 
 class JwksCache:
-    """Keys by `kid`, refreshed after `ttl` seconds, refetched at most once for an unknown kid."""
+    """Keys by `kid`, refreshed after `ttl` seconds.
 
-    def __init__(self, url: str, http: httpx.AsyncClient, ttl: float) -> None:
+    A token with an unknown `kid` causes at most one refetch, and refetches for unknown kids are
+    spaced by `min_refetch_interval`, so a flood of made-up kids cannot hammer the key server.
+    When a refresh fails, keys already known keep working until the next successful refresh.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        ttl: float,
+        *,
+        min_refetch_interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._url = url
         self._http = http
         self._ttl = ttl
+        self._min_refetch_interval = min_refetch_interval
+        self._clock = clock
         self._keys: dict[str, dict[str, Any]] = {}
-        self._fetched_at = 0.0
+        self._fetched_at: float | None = None
         self._lock = asyncio.Lock()
 
+    def _age(self) -> float | None:
+        return None if self._fetched_at is None else self._clock() - self._fetched_at
+
     async def get(self, kid: str) -> dict[str, Any]:
-        if time.monotonic() - self._fetched_at > self._ttl or kid not in self._keys:
-            await self._refresh(force=kid not in self._keys)
+        age = self._age()
+        known = kid in self._keys
+        if age is None or age >= self._ttl or (not known and age >= self._min_refetch_interval):
+            await self._refresh(since=self._fetched_at, have_key=known)
         key = self._keys.get(kid)
         if key is None:
             raise Unauthorized("Token signed by an unknown key")
         return key
 
-    async def _refresh(self, *, force: bool) -> None:
-        started = time.monotonic()
+    async def _refresh(self, *, since: float | None, have_key: bool) -> None:
         async with self._lock:
-            if self._fetched_at >= started and not force:
+            if self._fetched_at != since:  # another request refreshed while we waited
                 return
             try:
-                response = await self._http.get(self._url, timeout=5.0)
-                response.raise_for_status()
-                keys = response.json().get("keys", [])
+                keys = await self._fetch()
             except (httpx.HTTPError, ValueError) as exc:
+                if have_key:
+                    log.warning("JWKS refresh failed; keeping the cached keys: %s", type(exc).__name__)
+                    return
                 raise Unauthorized("Signing keys are unavailable") from exc
-            self._keys = {k["kid"]: k for k in keys if isinstance(k, dict) and "kid" in k}
-            self._fetched_at = time.monotonic()
+            self._keys = keys
+            self._fetched_at = self._clock()
+
+    async def _fetch(self) -> dict[str, dict[str, Any]]:
+        response = await self._http.get(self._url, timeout=5.0)
+        response.raise_for_status()
+        document = response.json()
+        keys = document.get("keys") if isinstance(document, dict) else None
+        if not isinstance(keys, list):
+            raise ValueError("JWKS document has no `keys` list")
+        return {k["kid"]: k for k in keys if isinstance(k, dict) and isinstance(k.get("kid"), str)}
 
 
 class TokenVerifier:
@@ -69,19 +102,24 @@ class TokenVerifier:
     ) -> None:
         if (secret is None) == (jwks is None):
             raise ValueError("configure exactly one of an HS256 secret or a JWKS")
+        if secret is not None and not secret.strip():
+            raise ValueError("the HS256 secret must not be empty")
         if jwks is not None and not (issuer and audience):
             raise ValueError("a JWKS requires an issuer and an audience")
         self._secret = secret
         self._jwks = jwks
         self._issuer = issuer
         self._audience = audience
-        self._leeway = min(leeway, 60)
+        self._leeway = max(0, min(leeway, MAX_LEEWAY_SECONDS))
 
     async def verify(self, token: str) -> Principal:
         try:
             header = jwt.get_unverified_header(token)
         except JOSEError as exc:
             raise Unauthorized("Malformed bearer token") from exc
+        allowed = _JWKS_ALGORITHMS if self._jwks is not None else frozenset({"HS256"})
+        if header.get("alg") not in allowed:  # checked before any key lookup or JWKS fetch
+            raise Unauthorized("Token algorithm is not accepted")
         key, algorithm = await self._key_for(header)
         if header.get("alg") != algorithm:
             raise Unauthorized("Token algorithm is not accepted")
@@ -110,47 +148,61 @@ class TokenVerifier:
             return self._secret, "HS256"
         assert self._jwks is not None
         kid = header.get("kid")
-        if not isinstance(kid, str):
+        if not isinstance(kid, str) or not kid:
             raise Unauthorized("Token has no key id")
         data = await self._jwks.get(kid)
         algorithm = _ALG_BY_KTY.get(str(data.get("kty")))
-        if algorithm is None:
+        if algorithm is None or data.get("use", "sig") != "sig":
             raise Unauthorized("Signing key type is not accepted")
+        if algorithm == "ES256" and data.get("crv") != "P-256":
+            raise Unauthorized("Signing key curve is not accepted")
         try:
             return jwk.construct(data, algorithm), algorithm
         except JOSEError as exc:
             raise Unauthorized("Signing key is unusable") from exc
 
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
-        if self._audience is not None and claims.get("aud") is None:
-            raise Unauthorized("Token has no audience")
+        audiences = _audiences(claims.get("aud"))
+        if self._audience is not None and self._audience not in audiences:
+            raise Unauthorized("Token audience is not accepted")
         if self._issuer is not None and claims.get("iss") != self._issuer:
             raise Unauthorized("Token issuer is not accepted")
-        audiences = claims.get("aud")
-        audiences = {audiences} if isinstance(audiences, str) else set(audiences or ())
+        iat = claims.get("iat")
+        if not isinstance(iat, int | float) or iat > time.time() + self._leeway:
+            raise Unauthorized("Token is issued in the future")
         sub, tenant = claims.get("sub"), claims.get("tenant_id")
         if audiences & OUTBOUND_AUDIENCES or (isinstance(sub, str) and sub.startswith("agent:")):
             raise Unauthorized("Agent tokens are not accepted by this API")
         if not isinstance(sub, str) or not sub or not isinstance(tenant, str) or not tenant:
             raise Unauthorized("Token lacks sub or tenant_id")
-        roles = claims.get("roles") or []
+        roles = claims.get("roles", [])
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise Unauthorized("Token roles must be a list of strings")
         return Principal(sub=sub, tenant_id=tenant, roles=frozenset(roles))
+
+
+def _audiences(value: object) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        return frozenset({value})
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return frozenset(value)
+    raise Unauthorized("Token audience is malformed")
 
 
 def _reason(exc: JOSEError) -> str:
     text = str(exc).lower()
     if "expired" in text:
         return "Token has expired"
+    if "missing" in text or "required" in text:
+        return "Token lacks a required claim"
     if "audience" in text or "aud" in text:
         return "Token audience is not accepted"
     if "issuer" in text:
         return "Token issuer is not accepted"
     if "signature" in text:
         return "Token signature is invalid"
-    if "missing" in text or "required" in text:
-        return "Token lacks a required claim"
     return "Token is invalid"
 
 
@@ -166,7 +218,13 @@ def mint_user_token(
 ) -> str:
     """A bearer token for this service's own API (HS256; what `agent-runtime token` prints)."""
     now = int(time.time())
-    claims: dict[str, Any] = {"sub": sub, "tenant_id": tenant_id, "roles": roles, "iat": now, "exp": now + ttl_seconds}
+    claims: dict[str, Any] = {
+        "sub": sub,
+        "tenant_id": tenant_id,
+        "roles": roles,
+        "iat": now,
+        "exp": now + ttl_seconds,
+    }
     if issuer:
         claims["iss"] = issuer
     if audience:

@@ -64,6 +64,9 @@ class BodySizeLimit:
         await send({
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
         })
         await send({"type": "http.response.body", "body": body})

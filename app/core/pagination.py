@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -28,13 +28,19 @@ def encode_cursor(created_at: datetime, row_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _invalid_cursor() -> BadRequest:
+    return BadRequest("Invalid cursor", errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}])
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created, row_id = orjson.loads(raw)
-        return datetime.fromisoformat(created), uuid.UUID(row_id)
+        at, last_id = datetime.fromisoformat(created), uuid.UUID(row_id)
     except (ValueError, TypeError, orjson.JSONDecodeError) as exc:
-        raise BadRequest("Invalid cursor", errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}]) from exc
+        raise _invalid_cursor() from exc
+    # SQLite hands back naive UTC datetimes; PostgreSQL needs an aware value to compare with timestamptz.
+    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)), last_id
 
 
 def paginate(

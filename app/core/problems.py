@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -17,6 +18,7 @@ from app.errors import AppError
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "https://agent-runtime.dev/problems/"
 log = logging.getLogger(__name__)
+_HTTP_SLUGS = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}
 
 
 class Problem(BaseModel):
@@ -29,7 +31,14 @@ class Problem(BaseModel):
 
 
 def problem_response(
-    request: Request, *, status: int, title: str, slug: str, detail: str, **extra: Any
+    request: Request,
+    *,
+    status: int,
+    title: str,
+    slug: str,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": TYPE_BASE + slug,
@@ -39,15 +48,18 @@ def problem_response(
         "instance": request.url.path,
         **extra,
     }
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+    merged = dict(headers or {})
+    if status == 401:
+        merged["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=merged or None)
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
-    out = []
-    for err in exc.errors():
-        out.append({"loc": [str(p) for p in err.get("loc", ())], "msg": err.get("msg", ""), "type": err.get("type", "")})
-    return out
+    """Location, message and type of each error; never the offending input, which may hold secrets."""
+    return [
+        {"loc": [str(p) for p in err.get("loc", ())], "msg": err.get("msg", ""), "type": err.get("type", "")}
+        for err in exc.errors()
+    ]
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -68,12 +80,15 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        slug = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(exc.status_code, "http-error")
+        slug = _HTTP_SLUGS.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else "HTTP error"
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"No route for {request.method} {request.url.path}"
+        elif exc.status_code == 405 and detail == "Method Not Allowed":
+            detail = f"{request.method} is not allowed on {request.url.path}"
         return problem_response(
-            request, status=exc.status_code, title=_title(exc.status_code), slug=slug, detail=detail
+            request, status=exc.status_code, title=_title(exc.status_code), slug=slug, detail=detail,
+            headers=exc.headers,  # e.g. `Allow` on 405
         )
 
     @app.exception_handler(Exception)

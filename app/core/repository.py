@@ -18,10 +18,12 @@ class TenantRepository(Generic[ModelT]):
         self.tenant_id = tenant_id
 
     def readable(self) -> Select[tuple[ModelT]]:
-        return select(self.model).where(self.model.tenant_id == self.tenant_id)  # type: ignore[attr-defined]
+        stmt: Select[tuple[ModelT]] = select(self.model)  # type: ignore[assignment]
+        return stmt.where(self.model.tenant_id == self.tenant_id)  # type: ignore[attr-defined]
 
     async def first(self, stmt: Select[tuple[ModelT]]) -> ModelT | None:
-        return (await self.session.execute(stmt.limit(1))).scalars().first()
+        row: ModelT | None = (await self.session.execute(stmt.limit(1))).scalars().first()  # type: ignore[assignment]
+        return row
 
     async def all(self, stmt: Select[Any]) -> list[Any]:
         return list((await self.session.execute(stmt)).scalars().all())

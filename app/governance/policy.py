@@ -110,9 +110,7 @@ def _ids_unique(rules: list[PolicyRule]) -> list[PolicyRule]:
     seen: set[str] = set()
     for rule in rules:
         if rule.id in seen:
-            raise PydanticCustomError(
-                "policy_duplicate_id", "duplicate policy id '{id}'", {"id": rule.id}
-            )
+            raise PydanticCustomError("policy_duplicate_id", "duplicate policy id '{id}'", {"id": rule.id})
         seen.add(rule.id)
     return rules
 
@@ -170,14 +168,22 @@ def evaluate_tool(policy: PolicySet, tool_name: str, arguments: dict[str, Any]) 
     """Judge one tool call; raises on engine errors (callers use ``decide_tool``)."""
     if not isinstance(arguments, dict):
         raise TypeError(f"tool arguments must be an object, not {type(arguments).__name__}")
-    pattern = _blacklist_match(policy.tool_blacklist, tool_name)
-    if pattern is not None:
-        reason = f"tool '{tool_name}' matches blacklist pattern '{pattern}'"
-        return Decision("tool", "deny", BLACKLIST_RULE_ID, reason, policy.policy_hash)
+    blacklisted = blacklist_decision(policy, tool_name)
+    if blacklisted is not None:
+        return blacklisted
     for rule in _rules_at(policy, "tool"):
         if _matches_call(rule, tool_name, arguments):
             return _decision_from(rule, policy)
     return Decision("tool", "allow", None, None, policy.policy_hash)
+
+
+def blacklist_decision(policy: PolicySet, tool_name: str) -> Decision | None:
+    """The deny for a blacklisted tool name, or None; checked before any rule and any ledger lookup."""
+    pattern = _blacklist_match(policy.tool_blacklist, tool_name)
+    if pattern is None:
+        return None
+    reason = f"tool '{tool_name}' matches blacklist pattern '{pattern}'"
+    return Decision("tool", "deny", BLACKLIST_RULE_ID, reason, policy.policy_hash)
 
 
 def decide_pre_llm(policy: PolicySet, input_text: str) -> Decision:

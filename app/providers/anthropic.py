@@ -12,7 +12,16 @@ from typing import Literal
 import anthropic
 import httpx2
 from anthropic.lib.streaming import TextEvent
-from anthropic.types import ContentBlockParam, Message, MessageParam, TextBlock, ToolParam, ToolUseBlock
+from anthropic.types import (
+    AssistantMessageParam,
+    ContentBlockParam,
+    Message,
+    MessageParam,
+    TextBlock,
+    ToolParam,
+    ToolUseBlock,
+    UserMessageParam,
+)
 
 from app.providers.base import (
     ChatMessage,
@@ -94,7 +103,8 @@ class AnthropicProvider:
                         yield TextDelta(event.text)
                 final = await stream.get_final_message()
         except anthropic.AnthropicError as exc:
-            raise to_provider_error(exc, api_key=client.api_key) from exc
+            # The SDK's own message echoes the raw response body; only the redacted summary travels on.
+            raise to_provider_error(exc, api_key=client.api_key) from None
         yield to_model_response(final)
 
 
@@ -124,7 +134,13 @@ def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
             turns[-1][1].extend(blocks)
         else:
             turns.append((role, blocks))
-    return [{"role": role, "content": blocks} for role, blocks in turns]
+    return [_message_param(role, blocks) for role, blocks in turns]
+
+
+def _message_param(role: AnthropicRole, blocks: list[ContentBlockParam]) -> MessageParam:
+    if role == "user":
+        return UserMessageParam(role="user", content=blocks)
+    return AssistantMessageParam(role="assistant", content=blocks)
 
 
 def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockParam]]:

@@ -19,7 +19,9 @@ class SessionRepository(TenantRepository[Session]):
         stmt = self.readable()
         return stmt if principal.is_admin else stmt.where(Session.owner_sub == principal.sub)
 
-    async def get(self, principal: Principal, session_id: uuid.UUID, *, for_update: bool = False) -> Session | None:
+    async def get(
+        self, principal: Principal, session_id: uuid.UUID, *, for_update: bool = False
+    ) -> Session | None:
         stmt = self.visible(principal).where(Session.id == session_id)
         return await self.first(stmt.with_for_update() if for_update else stmt)
 
@@ -29,7 +31,9 @@ class SessionRepository(TenantRepository[Session]):
         stmt = self.visible(principal)
         if agent_id is not None:
             stmt = stmt.where(Session.agent_id == agent_id)
-        return await self.all(paginate(stmt, created_at=Session.created_at, row_id=Session.id, limit=limit, cursor=cursor))
+        return await self.all(
+            paginate(stmt, created_at=Session.created_at, row_id=Session.id, limit=limit, cursor=cursor)
+        )
 
 
 class MessageRepository(TenantRepository[Message]):

@@ -23,24 +23,34 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 
 
 @router.post(
-    "", operation_id="createSession", status_code=status.HTTP_201_CREATED, response_model=schemas.Session,
+    "",
+    operation_id="createSession",
+    status_code=status.HTTP_201_CREATED,
+    response_model=schemas.Session,
     responses=problem_responses(404, 409),
 )
-async def create_session(body: schemas.SessionCreate, service: Service, response: Response) -> schemas.Session:
+async def create_session(
+    body: schemas.SessionCreate, service: Service, response: Response
+) -> schemas.Session:
     session = schemas.Session.model_validate(await service.create(body))
     response.headers["Location"] = f"/sessions/{session.id}"
     return session
 
 
-@router.get("", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400))
+@router.get(
+    "", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400)
+)
 async def list_sessions(
     service: Service, agent_id: uuid.UUID | None = None, limit: Limit = 50, cursor: str | None = None
 ) -> Page[schemas.Session]:
-    return await service.list(agent_id=agent_id, limit=limit, cursor=cursor)
+    return await service.page(agent_id=agent_id, limit=limit, cursor=cursor)
 
 
 @router.get(
-    "/{session_id}", operation_id="getSession", response_model=schemas.Session, responses=problem_responses(404)
+    "/{session_id}",
+    operation_id="getSession",
+    response_model=schemas.Session,
+    responses=problem_responses(404),
 )
 async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Session:
     return schemas.Session.model_validate(await service.get(session_id))

@@ -1,0 +1,40 @@
+"""build_graph(): the think-act-observe loop, compiled once per process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from app.graph import edges
+from app.graph.context import TurnContext
+from app.graph.nodes.context_nodes import assemble_context, validate_prompt
+from app.graph.nodes.execute_tools import execute_tools
+from app.graph.nodes.ingest import ingest_result, loop_limit_handler
+from app.graph.nodes.llm import call_llm, parse_response
+from app.graph.state import TurnState
+
+
+def build_graph() -> Any:
+    graph = StateGraph(TurnState, context_schema=TurnContext)
+    for name, node in [
+        ("assemble_context", assemble_context),
+        ("validate_prompt", validate_prompt),
+        ("call_llm", call_llm),
+        ("parse_response", parse_response),
+        ("execute_tools", execute_tools),
+        ("ingest_result", ingest_result),
+        ("loop_limit_handler", loop_limit_handler),
+    ]:
+        graph.add_node(name, node)
+    graph.add_conditional_edges(START, edges.route_entry, ["assemble_context", "execute_tools"])
+    graph.add_edge("assemble_context", "validate_prompt")
+    graph.add_conditional_edges("validate_prompt", edges.after_validate, ["call_llm", END])
+    graph.add_edge("call_llm", "parse_response")
+    graph.add_conditional_edges(
+        "parse_response", edges.should_continue, ["execute_tools", "ingest_result", "loop_limit_handler", END]
+    )
+    graph.add_conditional_edges("execute_tools", edges.after_execute_tools, ["ingest_result", END])
+    graph.add_conditional_edges("ingest_result", edges.after_ingest, ["assemble_context", "loop_limit_handler", END])
+    graph.add_edge("loop_limit_handler", END)
+    return graph.compile()

@@ -1,0 +1,125 @@
+"""execute_tools: per call, in order — blacklist, skip-done, policy, execute.
+
+A call that needs a human interrupts the batch: every later call of the batch that needs one too
+gets its approval at once, calls that already ran keep their results, the rest wait for the resume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.governance.policy import Decision, PolicySet, arguments_hash, blacklist_decision, decide_tool
+from app.graph.context import TurnContext
+from app.graph.nodes.common import record_decision, traced
+from app.graph.state import HumanDecision, TurnState
+from app.models.base import utcnow
+from app.providers.base import ToolCall
+from app.tools.base import ToolResult
+from app.tools.ledger_keys import idempotency_key
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Gate:
+    call: ToolCall
+    decision: Decision
+
+
+@traced("execute_tools")
+async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    loop = state.get("loop_count", 0)
+    humans = state.get("decisions") or {}
+    results = dict(state.get("results", {}))
+    pending = state.get("pending", [])
+    for index, call in enumerate(pending):
+        if call.id in results:
+            continue
+        outcome = await _one_call(ctx, call, loop, humans.get(call.id))
+        if isinstance(outcome, Gate):
+            await _request_approvals(ctx, outcome, pending[index + 1 :], loop)
+            return {"results": results, "status": "interrupted"}
+        results[call.id] = outcome
+    return {"results": results}
+
+
+async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
+    key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
+    policy = await ctx.governance.current("tool")
+    denial = policy if isinstance(policy, Decision) else blacklist_decision(policy, call.name)
+    if denial is not None:
+        await record_decision(ctx, denial, tool_call_id=call.id, tool_name=call.name)
+        return await _settle(ctx, call, key, loop, _denied(denial))
+    stored = await ctx.store.ledger_get(key)
+    if stored is not None:
+        return stored
+    if human is not None:
+        if human["decision"] != "approve":
+            reason = human["reason"] or "no reason given"
+            return await _settle(ctx, call, key, loop, ToolResult(f"denied by a human: {reason}", is_error=True))
+        call = dataclasses.replace(call, arguments=human["arguments"] or call.arguments)
+    elif not ctx.tools.is_mcp(call.name):
+        decision = decide_tool(policy, call.name, call.arguments)
+        await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+        if decision.verdict == "requires_approval":
+            return Gate(call, decision)
+        if decision.verdict == "deny":
+            return await _settle(ctx, call, key, loop, _denied(decision))
+    return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
+
+
+def _denied(decision: Decision) -> ToolResult:
+    reason = decision.reason or f"rule {decision.rule_id}"
+    return ToolResult(f"denied by policy: {reason}", is_error=True)
+
+
+async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult) -> ToolResult:
+    """Ledger first, then use: if the key was already recorded, the stored result is the result."""
+    result = await ctx.store.ledger_put(ctx.ident, key=key, loop=loop, call=call, result=result)
+    ctx.emit(
+        "tool_call.completed",
+        {"tool_call_id": call.id, "name": call.name, "is_error": result.is_error, "result": result.content},
+    )
+    return result
+
+
+async def _request_approvals(ctx: TurnContext, gate: Gate, later: list[ToolCall], loop: int) -> None:
+    gated = [gate]
+    if later:
+        policy = await ctx.governance.current("tool")
+        if isinstance(policy, PolicySet):
+            gated += await _also_gated(ctx, policy, later)
+    rows = [_approval_row(ctx, g, loop) for g in gated]
+    await ctx.store.create_approvals(rows)
+    for row, g in zip(rows, gated, strict=True):
+        ctx.emit(
+            "approval.required",
+            {"approval_id": str(row["id"]), "tool_call_id": g.call.id, "name": g.call.name,
+             "arguments": g.call.arguments, "reason": g.decision.reason},
+        )
+
+
+async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]) -> list[Gate]:
+    gates = []
+    for call in calls:
+        if ctx.tools.is_mcp(call.name) or blacklist_decision(policy, call.name) is not None:
+            continue
+        decision = decide_tool(policy, call.name, call.arguments)
+        if decision.verdict == "requires_approval":
+            await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+            gates.append(Gate(call, decision))
+    return gates
+
+
+def _approval_row(ctx: TurnContext, gate: Gate, loop: int) -> dict[str, Any]:
+    ident = ctx.ident
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "owner_sub": ctx.owner_sub, "loop": loop, "tool_call_id": gate.call.id,
+        "tool_name": gate.call.name, "arguments": gate.call.arguments,
+        "arguments_hash": arguments_hash(gate.call.arguments), "reason": gate.decision.reason,
+        "rule_id": gate.decision.rule_id, "status": "pending", "created_at": utcnow(),
+    }

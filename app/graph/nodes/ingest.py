@@ -1,0 +1,61 @@
+"""ingest_result and loop_limit_handler: close one loop, or the turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.context.engine_client import ContextEngineError
+from app.graph.context import TurnContext
+from app.graph.nodes.common import traced
+from app.graph.state import TurnState
+from app.providers.base import ChatMessage
+
+
+@traced("ingest_result")
+async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    pending, results = state.get("pending", []), state.get("results", {})
+    tool_messages = [
+        ChatMessage(role="tool", content=results[c.id].content, tool_call_id=c.id, name=c.name,
+                    is_error=results[c.id].is_error)
+        for c in pending
+    ]
+    await ctx.store.append_messages(ctx.ident, tool_messages)
+    await _ingest_into_engine(state, ctx, tool_messages)
+    update: dict[str, Any] = {
+        "new_messages": [*state.get("new_messages", []), *tool_messages],
+        "loop_count": state.get("loop_count", 0) + 1,
+        "pending": [],
+        "results": {},
+    }
+    if not pending:
+        update["status"] = "completed"
+    return update
+
+
+async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages: list[ChatMessage]) -> None:
+    if ctx.context_engine is None or ctx.context_token is None:
+        return
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in state.get("pending", [])]
+    events: list[dict[str, Any]] = [{"kind": "assistant_message", "text": state.get("last_text", ""), "tool_calls": calls}]
+    events += [
+        {"kind": "tool_result", "tool_call_id": m.tool_call_id, "name": m.name, "content": m.content,
+         "is_error": m.is_error}
+        for m in tool_messages
+    ]
+    for event in events:
+        try:
+            await ctx.context_engine.ingest_event(
+                ctx.context_token(), session_id=str(ctx.ident.session_id), turn_id=str(ctx.ident.turn_id),
+                loop=state.get("loop_count", 0), event=event,
+            )
+        except ContextEngineError as exc:
+            ctx.emit("context.degraded", {"component": "ingest", "error": str(exc)})
+
+
+@traced("loop_limit_handler")
+async def loop_limit_handler(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
+    over_budget = state.get("output_tokens", 0) >= state["max_output_tokens"]
+    return {"status": "budget_exceeded" if over_budget else "loop_limit", "final_output": state.get("last_text", "")}

@@ -1,0 +1,40 @@
+"""The state of one turn as it moves through the graph. Nodes return partial updates."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from app.providers.base import ChatMessage, ToolCall
+from app.tools.base import ToolResult
+
+
+class HumanDecision(TypedDict):
+    approval_id: str
+    decision: str
+    reason: str | None
+    arguments: dict[str, Any] | None
+
+
+class TurnState(TypedDict, total=False):
+    input: str
+    max_loops: int
+    max_output_tokens: int
+    resume: bool
+    decisions: dict[str, HumanDecision]
+    """Human decisions by tool_call_id, handed in when an approval resumes the turn."""
+    history: list[ChatMessage]
+    """The session's stored conversation, loaded once per run (includes this turn's user message)."""
+    new_messages: list[ChatMessage]
+    """Assistant and tool messages added during this run, folded into every later prompt."""
+    system: str
+    prompt: list[ChatMessage]
+    pending: list[ToolCall]
+    results: dict[str, ToolResult]
+    last_text: str
+    loop_count: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    status: str | None
+    error: dict[str, str] | None
+    final_output: str | None

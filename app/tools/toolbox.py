@@ -1,0 +1,54 @@
+"""The tool surface of one turn: the agent's built-ins plus the MCP tools its servers expose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.providers.base import ToolCall, ToolSpec
+from app.tools.base import ToolResult
+from app.tools.builtin import BUILTIN_TOOLS, run_builtin
+from app.tools.mcp_gateway import McpGatewayClient, filter_tools
+
+
+class ToolBox:
+    def __init__(
+        self,
+        *,
+        tool_refs: list[str],
+        gateway: McpGatewayClient | None,
+        gateway_token: Callable[[], str] | None,
+        team_unit: str,
+    ) -> None:
+        self.builtins = [r.removeprefix("builtin:") for r in tool_refs if r.startswith("builtin:")]
+        self.servers = [r.removeprefix("mcp:") for r in tool_refs if r.startswith("mcp:")]
+        self._gateway = gateway if gateway_token is not None and self.servers else None
+        self._token = gateway_token
+        self._team_unit = team_unit
+        self._mcp_specs: list[ToolSpec] | None = None
+
+    @property
+    def mcp_enabled(self) -> bool:
+        return self._gateway is not None
+
+    async def specs(self) -> list[ToolSpec]:
+        """Built-ins, then MCP tools from `tools/list` (raises McpGatewayUnavailable; discovered once)."""
+        specs = [BUILTIN_TOOLS[name].spec for name in self.builtins]
+        if self._gateway is None or self._token is None:
+            return specs
+        if self._mcp_specs is None:
+            discovered = await self._gateway.list_tools(self._token(), self._team_unit)
+            self._mcp_specs = filter_tools(discovered, self.servers)
+        return specs + self._mcp_specs
+
+    def is_mcp(self, name: str) -> bool:
+        server, sep, _ = name.partition("__")
+        return bool(sep) and server in self.servers
+
+    async def run(self, call: ToolCall, idempotency_key: str) -> ToolResult:
+        if call.name in self.builtins:
+            return await run_builtin(call.name, call.arguments)
+        if self.is_mcp(call.name) and self._gateway is not None and self._token is not None:
+            return await self._gateway.call_tool(
+                self._token(), self._team_unit, call.name, call.arguments, idempotency_key
+            )
+        return ToolResult(content=f"tool {call.name!r} is not available to this agent", is_error=True)

@@ -1,0 +1,181 @@
+"""The live turns of this process: launch, follow, cancel, and recover after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.auth.signing import SigningKeys, TurnCredentials
+from app.context.engine_client import ContextEngineClient
+from app.governance.gate import Governance
+from app.graph.context import TurnContext
+from app.models import Turn, TurnEvent
+from app.models.base import utcnow
+from app.providers.registry import ProviderRegistry
+from app.tools.mcp_gateway import McpGatewayClient
+from app.tools.toolbox import ToolBox
+from app.turns.runner import ShutdownRequested, TurnRun, execute
+from app.turns.store import TurnStore
+from app.turns.stream import EventWriter, TurnStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class LiveTurn:
+    stream: TurnStream
+    task: asyncio.Task[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """How turns reach the outside: signing keys and the optional Context Engine and MCP gateway."""
+
+    signing: SigningKeys | None = None
+    issuer: str = "agent-runtime"
+    token_ttl: int = 300
+    context_engine: ContextEngineClient | None = None
+    gateway: McpGatewayClient | None = None
+
+
+class TurnManager:
+    def __init__(self, *, engine: AsyncEngine, graph: Any, providers: ProviderRegistry, outbound: Outbound) -> None:
+        self.engine = engine
+        self.store = TurnStore(engine)
+        self.graph = graph
+        self.providers = providers
+        self.outbound = outbound
+        self._live: dict[uuid.UUID, LiveTurn] = {}
+
+    def live(self, turn_id: uuid.UUID) -> TurnStream | None:
+        entry = self._live.get(turn_id)
+        return entry.stream if entry else None
+
+    def launch(self, run: TurnRun) -> TurnStream:
+        stream = TurnStream(
+            turn_id=run.ident.turn_id, tenant_id=run.ident.tenant_id, last_seq=run.last_seq,
+            writer=EventWriter(self.engine),
+        )
+        task = asyncio.create_task(self._execute(run, stream), name=f"turn-{run.ident.turn_id}")
+        self._live[run.ident.turn_id] = LiveTurn(stream, task)
+        return stream
+
+    async def _execute(self, run: TurnRun, stream: TurnStream) -> str:
+        try:
+            return await execute(self.graph, run, self._context(run, stream), stream, self.store)
+        finally:
+            self._live.pop(run.ident.turn_id, None)
+
+    def _context(self, run: TurnRun, stream: TurnStream) -> TurnContext:
+        snapshot, out = run.snapshot, self.outbound
+        credentials = None
+        if out.signing is not None:
+            credentials = TurnCredentials(
+                out.signing, issuer=out.issuer, ttl_seconds=out.token_ttl, tenant_id=run.ident.tenant_id,
+                agent_id=str(run.ident.agent_id), session_id=str(run.ident.session_id),
+                turn_id=str(run.ident.turn_id),
+            )
+        context_token = gateway_token = None
+        if credentials is not None and out.context_engine is not None:
+            context_token = _bind(credentials, "context-engine")
+        if credentials is not None and out.gateway is not None:
+            gateway_token = _bind(credentials, "mcp-gateway")
+        return TurnContext(
+            ident=run.ident,
+            snapshot=snapshot,
+            emit=stream.emit,
+            store=self.store,
+            provider=self.providers.get(snapshot["model"]["provider"]),
+            tools=ToolBox(
+                tool_refs=list(snapshot.get("tools", [])), gateway=out.gateway, gateway_token=gateway_token,
+                team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
+            ),
+            governance=Governance(
+                self.engine, tenant_id=run.ident.tenant_id, agent_rules=list(snapshot.get("policies", [])),
+                tool_blacklist=list(snapshot.get("tool_blacklist", [])),
+            ),
+            owner_sub=run.owner_sub,
+            context_engine=out.context_engine if context_token else None,
+            context_token=context_token,
+        )
+
+    async def wait(self, turn_id: uuid.UUID) -> None:
+        entry = self._live.get(turn_id)
+        if entry is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(entry.task)
+
+    async def cancel(self, turn_id: uuid.UUID) -> bool:
+        """Stop a turn running in this process; False if it does not run here."""
+        entry = self._live.get(turn_id)
+        if entry is None:
+            return False
+        entry.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await entry.task
+        return True
+
+    async def shutdown(self) -> None:
+        entries = list(self._live.values())
+        for entry in entries:
+            entry.task.cancel(msg="shutdown")
+        for entry in entries:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await entry.task
+
+    async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool:
+        """End a running or interrupted turn that no task of this process runs (a crash, a cancel)."""
+        async with self.engine.begin() as conn:
+            row = (
+                await conn.execute(
+                    update(Turn)
+                    .where(Turn.id == turn_id, Turn.status.in_(("running", "interrupted")))
+                    .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow())
+                    .returning(Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens,
+                               Turn.loop_count)
+                )
+            ).first()
+            if row is None:
+                return False
+            seq = int(await conn.scalar(select(TurnEvent.seq).where(TurnEvent.turn_id == turn_id)
+                                        .order_by(TurnEvent.seq.desc()).limit(1)) or 0) + 1
+            data = {
+                "turn_id": str(turn_id), "seq": seq, "type": "turn.ended", "status": status,
+                "final_output": row.final_output,
+                "usage": {"input_tokens": row.input_tokens, "output_tokens": row.output_tokens},
+                "loop_count": row.loop_count, "error": error,
+            }
+            await conn.execute(insert(TurnEvent).values(
+                turn_id=turn_id, seq=seq, tenant_id=row.tenant_id, type="turn.ended",
+                data=orjson.dumps(data).decode(), created_at=utcnow(),
+            ))
+            await conn.execute(update(Turn).where(Turn.id == turn_id).values(last_seq=seq))
+        return True
+
+    async def recover(self) -> int:
+        """Turns left `running` by a process that died are failed with `server_restarted`."""
+        async with self.engine.connect() as conn:
+            ids = list((await conn.execute(select(Turn.id).where(Turn.status == "running"))).scalars())
+        error = {"code": "server_restarted", "message": "the service restarted while this turn was running"}
+        ended = 0
+        for turn_id in ids:
+            if turn_id not in self._live and await self.end_orphan(turn_id, status="failed", error=error):
+                ended += 1
+        if ended:
+            log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)
+        return ended
+
+
+def _bind(credentials: TurnCredentials, audience: str) -> Any:
+    return lambda: credentials.token_for(audience)  # type: ignore[arg-type]
+
+
+__all__ = ["LiveTurn", "Outbound", "ShutdownRequested", "TurnManager"]

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import Select, select
+
+from app.auth.principal import Principal
+from app.core.pagination import paginate
+from app.core.repository import TenantRepository
+from app.models import ACTIVE_STATUSES, Turn, TurnEvent
+
+
+class TurnRepository(TenantRepository[Turn]):
+    """Turns visible to a principal: those of its own sessions, or the tenant's for an admin."""
+
+    model = Turn
+
+    def visible(self, principal: Principal) -> Select[tuple[Turn]]:
+        stmt = self.readable()
+        return stmt if principal.is_admin else stmt.where(Turn.owner_sub == principal.sub)
+
+    async def get(self, principal: Principal, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn | None:
+        stmt = self.visible(principal).where(Turn.id == turn_id)
+        return await self.first(stmt.with_for_update() if for_update else stmt)
+
+    async def active_in(self, session_id: uuid.UUID) -> Turn | None:
+        return await self.first(
+            self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES))
+        )
+
+    async def page(self, principal: Principal, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> list[Turn]:
+        stmt = self.visible(principal).where(Turn.session_id == session_id)
+        return await self.all(paginate(stmt, created_at=Turn.created_at, row_id=Turn.id, limit=limit, cursor=cursor))
+
+    async def events_after(self, turn_id: uuid.UUID, after: int, limit: int = 1000) -> list[tuple[int, str, str]]:
+        stmt = (
+            select(TurnEvent.seq, TurnEvent.type, TurnEvent.data)
+            .where(TurnEvent.tenant_id == self.tenant_id, TurnEvent.turn_id == turn_id, TurnEvent.seq > after)
+            .order_by(TurnEvent.seq)
+            .limit(limit)
+        )
+        return [(r.seq, r.type, r.data) for r in await self.session.execute(stmt)]

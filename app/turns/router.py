@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import Response
+
+from app.core.pagination import MAX_LIMIT
+from app.core.problems import problem_responses
+from app.core.sse import event_stream_response
+from app.deps import ContainerDep, CurrentPrincipal
+from app.turns import schemas
+from app.turns.events import SSE_RESPONSE
+from app.turns.service import TurnService
+
+router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
+
+
+def get_service(container: ContainerDep, principal: CurrentPrincipal) -> TurnService:
+    return TurnService(container, principal)
+
+
+Service = Annotated[TurnService, Depends(get_service)]
+TURN_RESPONSES = {**SSE_RESPONSE, 200: {**SSE_RESPONSE[200]}}
+TURN_RESPONSES[200]["content"] = {
+    **SSE_RESPONSE[200]["content"],
+    "application/json": {"schema": {"$ref": "#/components/schemas/Turn"}},
+}
+
+
+def wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/event-stream" not in accept
+
+
+@router.post(
+    "/sessions/{session_id}/turns", operation_id="createTurn", response_model=None,
+    responses={**TURN_RESPONSES, **problem_responses(409)},
+)
+async def create_turn(
+    session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service
+) -> Response:
+    """Run one turn. Streams its events (default), or answers the finished turn for `Accept: application/json`."""
+    turn_id, stream = await service.start(session_id, body)
+    if wants_json(request):
+        return Response((await service.finished(turn_id)).model_dump_json(), media_type="application/json")
+    ping = service.container.settings.http.sse_ping_seconds
+    return event_stream_response(stream.follow(0), ping_seconds=ping)
+
+
+@router.get("/sessions/{session_id}/turns", operation_id="listTurns", response_model=schemas.TurnPage)
+async def list_turns(
+    session_id: uuid.UUID, service: Service,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50, cursor: str | None = None,
+) -> schemas.TurnPage:
+    return await service.list(session_id, limit=limit, cursor=cursor)
+
+
+@router.get("/turns/{turn_id}", operation_id="getTurn", response_model=schemas.Turn)
+async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
+    return await service.get(turn_id)
+
+
+@router.get("/turns/{turn_id}/events", operation_id="streamTurnEvents", response_model=None, responses=SSE_RESPONSE)
+async def turn_events(
+    turn_id: uuid.UUID,
+    service: Service,
+    after: Annotated[int | None, Query(ge=0, description="Replay events with seq > after")] = None,
+    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+) -> Response:
+    """Replay after `Last-Event-ID` (or `?after=`), then follow live up to the next `turn.ended`."""
+    start = last_event_id if last_event_id is not None else (after or 0)
+    await service.get(turn_id)
+    ping = service.container.settings.http.sse_ping_seconds
+    return event_stream_response(service.follow(turn_id, start), ping_seconds=ping)
+
+
+@router.post(
+    "/turns/{turn_id}/cancel", operation_id="cancelTurn", response_model=schemas.Turn,
+    responses=problem_responses(409),
+)
+async def cancel_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
+    return await service.cancel(turn_id)

@@ -1,0 +1,119 @@
+"""Runs one invocation of the graph for a turn (a new turn or a resume) and settles its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.graph.context import TurnContext
+from app.graph.state import HumanDecision, TurnState
+from app.models.base import utcnow
+from app.turns.store import TurnIdentity, TurnStore
+from app.turns.stream import TurnStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class TurnRun:
+    """Everything one run needs, read from the database when the turn starts or resumes."""
+
+    ident: TurnIdentity
+    agent_version: int
+    owner_sub: str
+    snapshot: dict[str, Any]
+    input: str
+    max_loops: int
+    max_output_tokens: int
+    last_seq: int = 0
+    model_calls: int = 0
+    loop_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    resumed_by: uuid.UUID | None = None
+    decisions: dict[str, HumanDecision] = field(default_factory=dict)
+    resume_state: dict[str, Any] = field(default_factory=dict)
+
+    def initial_state(self) -> TurnState:
+        state: TurnState = {
+            "input": self.input,
+            "max_loops": self.max_loops,
+            "max_output_tokens": self.max_output_tokens,
+            "loop_count": self.loop_count,
+            "model_calls": self.model_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "new_messages": [],
+            "status": None,
+            "error": None,
+        }
+        if self.resumed_by is not None:
+            state.update(resume=True, decisions=self.decisions, **self.resume_state)  # type: ignore[typeddict-item]
+        return state
+
+
+class ShutdownRequested(Exception):
+    """Set as the cancel message when the process stops, to tell it apart from a user's cancel."""
+
+
+async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream, store: TurnStore) -> str:
+    """Run the graph to a terminal state and record it; returns the turn's final status."""
+    stream.emit(
+        "turn.started",
+        {"session_id": str(run.ident.session_id), "agent_id": str(run.ident.agent_id),
+         "agent_version": run.agent_version, "resumed_by": str(run.resumed_by) if run.resumed_by else None},
+    )
+    last: TurnState = run.initial_state()
+    try:
+        async for values in graph.astream(last, context=ctx, stream_mode="values"):
+            last = values
+        outcome = _outcome(last)
+    except asyncio.CancelledError as exc:
+        shutting_down = any(isinstance(a, ShutdownRequested) for a in exc.args) or "shutdown" in str(exc)
+        outcome = (
+            {"status": "failed", "error": {"code": "server_restarted", "message": "the service stopped mid-turn"}}
+            if shutting_down
+            else {"status": "cancelled", "error": None}
+        )
+    except Exception as exc:
+        log.exception("turn %s failed", run.ident.turn_id)
+        outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
+    return await settle(store, stream, run, last, outcome)
+
+
+def _outcome(state: TurnState) -> dict[str, Any]:
+    status = state.get("status") or "failed"
+    error = state.get("error")
+    if status == "failed" and error is None:
+        error = {"code": "internal_error", "message": "the loop stopped without an outcome"}
+    return {"status": status, "error": error}
+
+
+async def settle(
+    store: TurnStore, stream: TurnStream, run: TurnRun, state: TurnState, outcome: dict[str, Any]
+) -> str:
+    status = outcome["status"]
+    usage = {"input_tokens": state.get("input_tokens", 0), "output_tokens": state.get("output_tokens", 0)}
+    final_output = state.get("final_output") if status != "failed" else None
+    if status in ("loop_limit", "budget_exceeded", "cancelled") and final_output is None:
+        final_output = state.get("last_text") or None
+    values: dict[str, Any] = {
+        "status": status, "final_output": final_output, "error": outcome["error"], **usage,
+        "loop_count": state.get("loop_count", 0), "last_seq": stream.last_seq + 1,
+    }
+    if status != "interrupted":
+        values["ended_at"] = utcnow()
+    stored = await store.finish(run.ident, from_status="running", values=values, model_calls=state.get("model_calls"))
+    if stored != status:
+        log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
+        await stream.finish()
+        return stored
+    await stream.emit_final(
+        "turn.ended",
+        {"status": status, "final_output": final_output, "usage": usage, "loop_count": values["loop_count"],
+         "error": outcome["error"]},
+    )
+    return status

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+
+
+class TurnLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_loops: int | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
+class TurnCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: str = Field(min_length=1, max_length=200_000)
+    limits: TurnLimits | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+
+
+class Turn(BaseModel):
+    id: uuid.UUID
+    session_id: uuid.UUID
+    status: TurnStatus
+    input: str
+    final_output: str | None
+    usage: Usage
+    loop_count: int
+    max_loops: int
+    error: ErrorInfo | None
+    last_seq: int
+    resumed_by: uuid.UUID | None
+    created_at: datetime
+    ended_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> Turn:
+        return cls(
+            id=row.id, session_id=row.session_id, status=row.status, input=row.input, final_output=row.final_output,
+            usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens), loop_count=row.loop_count,
+            max_loops=row.max_loops, error=row.error, last_seq=row.last_seq, resumed_by=row.resumed_by,
+            created_at=row.created_at, ended_at=row.ended_at,
+        )
+
+
+class TurnPage(BaseModel):
+    items: list[Turn]
+    next_cursor: str | None = None

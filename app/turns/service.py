@@ -1,0 +1,160 @@
+"""Turns: start one (set-up committed before the stream starts), read, follow, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.auth.principal import Principal
+from app.container import Container
+from app.core.db import unit_of_work
+from app.core.pagination import page_of
+from app.core.sse import encode_frame
+from app.errors import Conflict, NotFound
+from app.models import ACTIVE_STATUSES, Approval, Message, Turn
+from app.sessions.service import SessionService
+from app.turns import schemas
+from app.turns.manager import TurnManager
+from app.turns.repository import TurnRepository
+from app.turns.runner import TurnRun
+from app.turns.store import TurnIdentity
+from app.turns.stream import TurnStream
+
+POLL_SECONDS = 0.5
+SETTLE_POLLS = 20
+REPLAY_PAGE = 1000
+
+
+class TurnService:
+    def __init__(self, container: Container, principal: Principal) -> None:
+        assert container.turns is not None
+        self.container = container
+        self.manager: TurnManager = container.turns
+        self.principal = principal
+
+    def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
+        return unit_of_work(self.container.session_factory)
+
+    async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, TurnStream]:
+        try:
+            async with self._uow() as db:
+                run = await self._create(db, session_id, body)
+        except IntegrityError as exc:
+            async with self._uow() as db:
+                active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
+            raise _busy(active) from exc
+        return run.ident.turn_id, self.manager.launch(run)
+
+    async def _create(self, db: AsyncSession, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
+        session = await SessionService(db, self.principal).get(session_id, for_update=True)
+        if session.status == "closed":
+            raise Conflict(f"Session {session_id} is closed")
+        turns = TurnRepository(db, self.principal.tenant_id)
+        active = await turns.active_in(session_id)
+        if active is not None:
+            raise _busy(active)
+        limits = session.snapshot.get("limits", {})
+        asked = body.limits or schemas.TurnLimits()
+        max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
+        budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
+        turn = await turns.add(Turn(
+            id=uuid.uuid4(), tenant_id=session.tenant_id, session_id=session.id, status="running", input=body.input,
+            max_loops=max_loops, max_output_tokens=budget, owner_sub=session.owner_sub,
+        ))
+        db.add(Message(tenant_id=session.tenant_id, session_id=session.id, turn_id=turn.id, role="user",
+                       content=body.input))
+        await db.flush()
+        return TurnRun(
+            ident=TurnIdentity(session.tenant_id, session.id, turn.id, session.agent_id),
+            agent_version=session.agent_version, owner_sub=session.owner_sub, snapshot=session.snapshot,
+            input=body.input, max_loops=max_loops, max_output_tokens=budget, model_calls=session.model_calls,
+        )
+
+    async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
+        async with self._uow() as db:
+            return schemas.Turn.of(await self._load(db, turn_id))
+
+    async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+        turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)
+        if turn is None:
+            raise NotFound(f"Turn {turn_id} not found")
+        return turn
+
+    async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
+        async with self._uow() as db:
+            await SessionService(db, self.principal).get(session_id)
+            rows = await TurnRepository(db, self.principal.tenant_id).page(
+                self.principal, session_id, limit=limit, cursor=cursor
+            )
+        items, next_cursor = page_of(rows, limit)
+        return schemas.TurnPage(items=[schemas.Turn.of(t) for t in items], next_cursor=next_cursor)
+
+    async def finished(self, turn_id: uuid.UUID) -> schemas.Turn:
+        """Wait for this process's run of the turn to end, then read it."""
+        await self.manager.wait(turn_id)
+        return await self.get(turn_id)
+
+    async def cancel(self, turn_id: uuid.UUID) -> schemas.Turn:
+        current = await self.get(turn_id)
+        if current.status not in ACTIVE_STATUSES:
+            raise Conflict(f"Turn {turn_id} is already {current.status}")
+        if not await self.manager.cancel(turn_id):
+            await self.manager.end_orphan(turn_id, status="cancelled", error=None)
+        async with self._uow() as db:
+            await expire_pending_approvals(db, turn_id)
+        return await self.get(turn_id)
+
+    async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
+        """Frames after `after`: stored ones, then live ones, up to and including the next `turn.ended`."""
+        await self.get(turn_id)
+        settle_polls = 0
+        while True:
+            live = self.manager.live(turn_id)
+            upto = None if live is None else live.first_seq - 1
+            async for seq, frame, event_type in self._replay(turn_id, after, upto=upto):
+                yield frame
+                after = seq
+                if event_type == "turn.ended":
+                    return
+            if live is not None:
+                async for frame in live.follow(after):
+                    yield frame
+                return
+            current = await self.get(turn_id)
+            if current.status != "running":
+                settle_polls += 1
+                if current.last_seq <= after or settle_polls > SETTLE_POLLS:
+                    return
+            await asyncio.sleep(POLL_SECONDS if settle_polls == 0 else 0.05)
+
+    async def _replay(
+        self, turn_id: uuid.UUID, after: int, *, upto: int | None
+    ) -> AsyncIterator[tuple[int, bytes, str]]:
+        while upto is None or after < upto:
+            async with self._uow() as db:
+                rows = await TurnRepository(db, self.principal.tenant_id).events_after(turn_id, after, REPLAY_PAGE)
+            for seq, event_type, data in rows:
+                if upto is not None and seq > upto:
+                    return
+                yield seq, encode_frame(seq, event_type, data), event_type
+                after = seq
+            if len(rows) < REPLAY_PAGE:
+                return
+
+
+async def expire_pending_approvals(db: AsyncSession, turn_id: uuid.UUID) -> None:
+    await db.execute(
+        update(Approval).where(Approval.turn_id == turn_id, Approval.status == "pending").values(status="expired")
+    )
+
+
+def _busy(active: Turn | None) -> Conflict:
+    if active is None:
+        return Conflict("Another turn of this session is active")
+    return Conflict(f"Turn {active.id} of this session is {active.status}", active_turn_id=str(active.id))
