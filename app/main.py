@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from app.agents.router import router as agents_router
+from app.approvals.router import router as approvals_router
 from app.auth.jwks_router import router as jwks_router
 from app.auth.signing import SigningKeys
 from app.context.engine_client import ContextEngineClient
@@ -24,6 +25,7 @@ from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.graph.build import build_graph
 from app.health import router as health_router
+from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
 from app.sessions.router import router as sessions_router
@@ -121,7 +123,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["Location"],
         )
-    for router in (health_router, jwks_router, agents_router, sessions_router, turns_router):
+    for router in (
+        health_router, jwks_router, agents_router, sessions_router, turns_router, approvals_router, policies_router
+    ):
         app.include_router(router)
     _publish_event_schemas(app)
     return app

@@ -1,0 +1,136 @@
+"""Human decisions on gated tool calls; the last decision of a batch resumes the turn at that call."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.approvals import schemas
+from app.approvals.repository import ApprovalRepository
+from app.auth.principal import Principal
+from app.container import Container
+from app.core.db import unit_of_work
+from app.core.pagination import page_of
+from app.errors import Conflict, NotFound
+from app.graph.state import HumanDecision
+from app.models import Approval, Session, Turn
+from app.models.base import utcnow
+from app.turns.manager import TurnManager
+from app.turns.resume import resume_run
+from app.turns.runner import TurnRun
+from app.turns.store import TurnStore
+from app.turns.stream import TurnStream
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    turn_id: uuid.UUID
+    stream: TurnStream
+
+
+class ApprovalService:
+    def __init__(self, container: Container, principal: Principal) -> None:
+        assert container.turns is not None
+        self.container = container
+        self.manager: TurnManager = container.turns
+        self.principal = principal
+
+    async def list(
+        self, *, status: str | None, session_id: uuid.UUID | None, limit: int, cursor: str | None
+    ) -> schemas.ApprovalPage:
+        async with unit_of_work(self.container.session_factory) as db:
+            rows = await ApprovalRepository(db, self.principal.tenant_id).page(
+                self.principal, status=status, session_id=session_id, limit=limit, cursor=cursor
+            )
+        items, next_cursor = page_of(rows, limit)
+        return schemas.ApprovalPage(items=[schemas.Approval.model_validate(a) for a in items], next_cursor=next_cursor)
+
+    async def get(self, approval_id: uuid.UUID) -> schemas.Approval:
+        async with unit_of_work(self.container.session_factory) as db:
+            return schemas.Approval.model_validate(await self._load(db, approval_id))
+
+    async def _load(self, db: AsyncSession, approval_id: uuid.UUID, *, for_update: bool = False) -> Approval:
+        found = await ApprovalRepository(db, self.principal.tenant_id).get(
+            self.principal, approval_id, for_update=for_update
+        )
+        if found is None:
+            raise NotFound(f"Approval {approval_id} not found")
+        return found
+
+    async def decide(self, approval_id: uuid.UUID, body: schemas.ApprovalDecision) -> Resumed | schemas.StillWaiting:
+        item = schemas.BatchDecisionItem(approval_id=approval_id, **body.model_dump())
+        async with unit_of_work(self.container.session_factory) as db:
+            turn_id = (await self._load(db, approval_id)).turn_id
+        return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]))
+
+    async def decide_batch(self, turn_id: uuid.UUID, body: schemas.BatchDecision) -> Resumed | schemas.StillWaiting:
+        """All decisions or none; the turn row is locked so concurrent deciders queue behind each other."""
+        ids = [d.approval_id for d in body.decisions]
+        if len(set(ids)) != len(ids):
+            raise Conflict("The same approval appears twice in one request")
+        async with unit_of_work(self.container.session_factory) as db:
+            turn = await self._lock_turn(db, turn_id)
+            for item in body.decisions:
+                approval = await self._load(db, item.approval_id, for_update=True)
+                if approval.turn_id != turn.id:
+                    raise NotFound(f"Approval {item.approval_id} does not belong to turn {turn.id}")
+                self._apply(approval, item)
+            await db.flush()
+            approvals = ApprovalRepository(db, self.principal.tenant_id)
+            batch = await approvals.of_turn(turn.id, loop=turn.loop_count)
+            waiting = [a for a in batch if a.status == "pending"]
+            if waiting:
+                return schemas.StillWaiting(
+                    turn_id=turn.id, pending=[schemas.Approval.model_validate(a) for a in waiting]
+                )
+            run = await self._claim(db, turn, ids[-1], {a.tool_call_id: _human(a) for a in batch})
+        return Resumed(turn.id, self.manager.launch(run))
+
+    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+        turn = await db.get(Turn, turn_id, with_for_update=True, populate_existing=True)
+        visible = turn is not None and turn.tenant_id == self.principal.tenant_id and (
+            self.principal.is_admin or turn.owner_sub == self.principal.sub
+        )
+        if turn is None or not visible:
+            raise NotFound(f"Turn {turn_id} not found")
+        if turn.status != "interrupted":
+            raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
+        session = await db.get(Session, turn.session_id)
+        if session is None or session.status == "closed":
+            raise Conflict(f"Session {turn.session_id} is closed")
+        return turn
+
+    def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:
+        if approval.status != "pending":
+            raise Conflict(f"Approval {approval.id} was already decided ({approval.status})")
+        approval.status = "approved" if item.decision == "approve" else "denied"
+        approval.decision_reason = item.reason
+        approval.edited_arguments = item.arguments if item.decision == "approve" else None
+        approval.decided_by = self.principal.sub
+        approval.decided_at = utcnow()
+
+    async def _claim(
+        self, db: AsyncSession, turn: Turn, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
+    ) -> TurnRun:
+        claimed = await db.execute(
+            update(Turn)
+            .where(Turn.id == turn.id, Turn.status == "interrupted")
+            .values(status="running", resumed_by=approval_id, updated_at=utcnow())
+            .returning(Turn.id)
+        )
+        if claimed.first() is None:
+            raise Conflict(f"Turn {turn.id} was resumed by another decision")
+        await db.refresh(turn)
+        return await resume_run(db, TurnStore(self.container.engine), turn, approval_id, decisions)
+
+
+def _human(approval: Approval) -> HumanDecision:
+    return {
+        "approval_id": str(approval.id),
+        "decision": "approve" if approval.status == "approved" else "deny",
+        "reason": approval.decision_reason,
+        "arguments": approval.edited_arguments,
+    }

@@ -1,0 +1,31 @@
+"""Rebuild a turn's run from the database, to continue it exactly at the batch it stopped in."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.graph.state import HumanDecision
+from app.models import Session, Turn
+from app.turns.runner import TurnRun
+from app.turns.store import TurnIdentity, TurnStore
+
+
+async def resume_run(
+    db: AsyncSession, store: TurnStore, turn: Turn, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
+) -> TurnRun:
+    session = await db.get(Session, turn.session_id)
+    assert session is not None
+    history = await store.history(turn.tenant_id, turn.session_id)
+    assistant = next(m for m in reversed(history) if m.role == "assistant")
+    last_seq = max(turn.last_seq, await store.max_seq(turn.id))
+    return TurnRun(
+        ident=TurnIdentity(turn.tenant_id, turn.session_id, turn.id, session.agent_id),
+        agent_version=session.agent_version, owner_sub=turn.owner_sub, snapshot=session.snapshot, input=turn.input,
+        max_loops=turn.max_loops, max_output_tokens=turn.max_output_tokens, last_seq=last_seq,
+        model_calls=session.model_calls, loop_count=turn.loop_count, input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens, resumed_by=approval_id, decisions=decisions,
+        resume_state={"history": history, "pending": list(assistant.tool_calls), "last_text": assistant.content,
+                      "results": {}},
+    )
