@@ -60,7 +60,7 @@ def _token(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from app.chat import run_chat
 
-    return run_chat(args.session_id, base_url=args.url, token=args.token)
+    return run_chat(str(args.session_id), base_url=str(args.url), token=args.token)
 
 
 def _positive_int(value: str) -> int:

@@ -14,11 +14,11 @@ from fastapi.middleware.cors import CORSMiddleware
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
 from app.auth.jwks_router import router as jwks_router
-from app.auth.signing import SigningKeys
-from app.context.engine_client import ContextEngineClient
 from app.auth.secret import load_or_create_secret
+from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.container import Container
+from app.context.engine_client import ContextEngineClient
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.migrate import upgrade_head
@@ -62,7 +62,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         http=http,
     )
     anthropic_client = build_anthropic_client(
-        settings.anthropic.api_key, settings.anthropic.base_url, settings.anthropic.timeout_seconds,
+        settings.anthropic.api_key,
+        settings.anthropic.base_url,
+        settings.anthropic.timeout_seconds,
         settings.anthropic.max_retries,
     )
     signing = await asyncio.to_thread(SigningKeys.load_or_create, settings.signing.key_file, settings.data_dir)
@@ -124,7 +126,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=["Location"],
         )
     for router in (
-        health_router, jwks_router, agents_router, sessions_router, turns_router, approvals_router, policies_router
+        health_router,
+        jwks_router,
+        agents_router,
+        sessions_router,
+        turns_router,
+        approvals_router,
+        policies_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

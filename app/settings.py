@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-
-from pydantic import Field, field_validator
 from typing import Annotated
 
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 

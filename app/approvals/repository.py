@@ -30,7 +30,12 @@ class ApprovalRepository(TenantRepository[Approval]):
         return await self.all(stmt.order_by(Approval.created_at, Approval.tool_call_id))
 
     async def page(
-        self, principal: Principal, *, status: str | None, session_id: uuid.UUID | None, limit: int,
+        self,
+        principal: Principal,
+        *,
+        status: str | None,
+        session_id: uuid.UUID | None,
+        limit: int,
         cursor: str | None,
     ) -> list[Approval]:
         stmt = self.visible(principal)

@@ -46,20 +46,26 @@ async def get_approval(approval_id: uuid.UUID, service: Service) -> schemas.Appr
     return await service.get(approval_id)
 
 
-@router.post("/approvals/{approval_id}", operation_id="decideApproval", response_model=None,
-             responses=DECIDE_RESPONSES)
+@router.post("/approvals/{approval_id}", operation_id="decideApproval", response_model=None, responses=DECIDE_RESPONSES)
 async def decide_approval(
-    approval_id: uuid.UUID, body: schemas.ApprovalDecision, request: Request, service: Service,
+    approval_id: uuid.UUID,
+    body: schemas.ApprovalDecision,
+    request: Request,
+    service: Service,
     principal: CurrentPrincipal,
 ) -> Response:
     """Approve or deny one gated call; the last decision of its batch resumes the turn (streamed)."""
     return await _respond(await service.decide(approval_id, body), request, service, principal)
 
 
-@router.post("/turns/{turn_id}/approvals", operation_id="decideTurnApprovals", response_model=None,
-             responses=DECIDE_RESPONSES)
+@router.post(
+    "/turns/{turn_id}/approvals", operation_id="decideTurnApprovals", response_model=None, responses=DECIDE_RESPONSES
+)
 async def decide_turn_approvals(
-    turn_id: uuid.UUID, body: schemas.BatchDecision, request: Request, service: Service,
+    turn_id: uuid.UUID,
+    body: schemas.BatchDecision,
+    request: Request,
+    service: Service,
     principal: CurrentPrincipal,
 ) -> Response:
     """Decide several approvals of one turn at once: all are recorded, or none is."""

@@ -91,8 +91,10 @@ class ApprovalService:
 
     async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await db.get(Turn, turn_id, with_for_update=True, populate_existing=True)
-        visible = turn is not None and turn.tenant_id == self.principal.tenant_id and (
-            self.principal.is_admin or turn.owner_sub == self.principal.sub
+        visible = (
+            turn is not None
+            and turn.tenant_id == self.principal.tenant_id
+            and (self.principal.is_admin or turn.owner_sub == self.principal.sub)
         )
         if turn is None or not visible:
             raise NotFound(f"Turn {turn_id} not found")

@@ -35,14 +35,18 @@ def _next_user_turn(messages: list[ChatMessage], after: int) -> int | None:
 def engine_system_prompt(assembled: AssembledContext) -> str:
     parts = [assembled.system_prompt]
     parts += [str(layer.get("content", "")) for layer in assembled.layers]
-    parts += [f"<document id=\"{doc.get('id', '')}\">\n{doc.get('content', '')}\n</document>" for doc in assembled.documents]
+    parts += [
+        f'<document id="{doc.get("id", "")}">\n{doc.get("content", "")}\n</document>' for doc in assembled.documents
+    ]
     return "\n\n".join(p for p in parts if p)
 
 
 def engine_history(assembled: AssembledContext) -> list[ChatMessage]:
     history: list[ChatMessage] = []
     for entry in assembled.history:
-        role = entry.get("role")
-        if role in ("user", "assistant"):
-            history.append(ChatMessage(role=role, content=str(entry.get("content", ""))))
+        content = str(entry.get("content", ""))
+        if entry.get("role") == "user":
+            history.append(ChatMessage(role="user", content=content))
+        elif entry.get("role") == "assistant":
+            history.append(ChatMessage(role="assistant", content=content))
     return history

@@ -54,19 +54,23 @@ class BodySizeLimit:
                 await self._reject(scope, send)
 
     async def _reject(self, scope: Scope, send: Send) -> None:
-        body = orjson.dumps({
-            "type": TYPE_BASE + "payload-too-large",
-            "title": "Payload Too Large",
-            "status": 413,
-            "detail": f"Request body exceeds {self.max_bytes} bytes",
-            "instance": scope.get("path"),
-        })
-        await send({
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        })
+        body = orjson.dumps(
+            {
+                "type": TYPE_BASE + "payload-too-large",
+                "title": "Payload Too Large",
+                "status": 413,
+                "detail": f"Request body exceeds {self.max_bytes} bytes",
+                "instance": scope.get("path"),
+            }
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

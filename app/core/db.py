@@ -21,9 +21,7 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def create_engine(
-    url: str, *, pool_size: int = 20, max_overflow: int = 20, echo: bool = False
-) -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 20, max_overflow: int = 20, echo: bool = False) -> AsyncEngine:
     kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_dumps, "json_deserializer": orjson.loads}
     if is_sqlite(url):
         kwargs["connect_args"] = {"timeout": 30}

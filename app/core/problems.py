@@ -63,6 +63,8 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
+    _document_problems_only(app)
+
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
         return problem_response(
@@ -74,8 +76,12 @@ def install_problem_handlers(app: FastAPI) -> None:
         errors = _validation_errors(exc)
         fields = ", ".join(".".join(e["loc"]) for e in errors)
         return problem_response(
-            request, status=422, title="Unprocessable Content", slug="validation-error",
-            detail=f"Invalid request: {fields}", errors=errors,
+            request,
+            status=422,
+            title="Unprocessable Content",
+            slug="validation-error",
+            detail=f"Invalid request: {fields}",
+            errors=errors,
         )
 
     @app.exception_handler(StarletteHTTPException)
@@ -87,7 +93,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         elif exc.status_code == 405 and detail == "Method Not Allowed":
             detail = f"{request.method} is not allowed on {request.url.path}"
         return problem_response(
-            request, status=exc.status_code, title=_title(exc.status_code), slug=slug, detail=detail,
+            request,
+            status=exc.status_code,
+            title=_title(exc.status_code),
+            slug=slug,
+            detail=detail,
             headers=exc.headers,  # e.g. `Allow` on 405
         )
 
@@ -106,8 +116,38 @@ def _title(status: int) -> str:
         return "Error"
 
 
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+
+
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` entries documenting problem+json for the given statuses."""
+    """OpenAPI `responses=` entries documenting problem+json for the given statuses.
+
+    `model` registers the Problem schema; `_document_problems_only` then drops the JSON (or SSE)
+    media type FastAPI adds next to it, since errors are only ever application/problem+json.
+    """
     return {
-        s: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": _title(s)} for s in statuses
+        s: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF}},
+            "description": _title(s),
+        }
+        for s in statuses
     }
+
+
+def _document_problems_only(app: FastAPI) -> None:
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    for response in operation.get("responses", {}).values():
+                        content = response.get("content", {})
+                        if PROBLEM_MEDIA_TYPE in content:
+                            response["content"] = {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF}}
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

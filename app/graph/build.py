@@ -26,7 +26,7 @@ def build_graph() -> Any:
         ("ingest_result", ingest_result),
         ("loop_limit_handler", loop_limit_handler),
     ]:
-        graph.add_node(name, node)
+        graph.add_node(name, node)  # type: ignore[call-overload]
     graph.add_conditional_edges(START, edges.route_entry, ["assemble_context", "execute_tools"])
     graph.add_edge("assemble_context", "validate_prompt")
     graph.add_conditional_edges("validate_prompt", edges.after_validate, ["call_llm", END])

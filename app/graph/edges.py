@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END
-
 from app.graph.state import TurnState
 
 End = Literal["__end__"]
@@ -17,12 +15,12 @@ def route_entry(state: TurnState) -> Literal["assemble_context", "execute_tools"
 
 
 def after_validate(state: TurnState) -> Literal["call_llm"] | End:
-    return END if state.get("status") else "call_llm"
+    return "__end__" if state.get("status") else "call_llm"
 
 
 def should_continue(state: TurnState) -> Literal["execute_tools", "ingest_result", "loop_limit_handler"] | End:
     if state.get("status"):
-        return END
+        return "__end__"
     if not state.get("pending"):
         return "ingest_result"
     if state.get("output_tokens", 0) >= state["max_output_tokens"]:
@@ -31,12 +29,12 @@ def should_continue(state: TurnState) -> Literal["execute_tools", "ingest_result
 
 
 def after_execute_tools(state: TurnState) -> Literal["ingest_result"] | End:
-    return END if state.get("status") == "interrupted" else "ingest_result"
+    return "__end__" if state.get("status") == "interrupted" else "ingest_result"
 
 
 def after_ingest(state: TurnState) -> Literal["assemble_context", "loop_limit_handler"] | End:
     if state.get("status") == "completed":
-        return END
+        return "__end__"
     if state.get("loop_count", 0) >= state["max_loops"]:
         return "loop_limit_handler"
     return "assemble_context"

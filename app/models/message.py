@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import BigIntId, Base, CreatedMixin, TenantMixin
+from app.models.base import Base, BigIntId, CreatedMixin, TenantMixin
 
 
 class Message(TenantMixin, CreatedMixin, Base):

@@ -30,20 +30,29 @@ AdminService = Annotated[PolicyService, Depends(admin_service)]
 ReaderService = Annotated[PolicyService, Depends(reader_service)]
 
 
-@router.get("/policies", operation_id="getPolicies", response_model=schemas.TenantPolicies,
-            responses=problem_responses(403))
+@router.get(
+    "/policies", operation_id="getPolicies", response_model=schemas.TenantPolicies, responses=problem_responses(403)
+)
 async def get_policies(service: AdminService) -> schemas.TenantPolicies:
     return await service.current()
 
 
-@router.put("/policies", operation_id="replacePolicies", response_model=schemas.TenantPolicies,
-            responses=problem_responses(403, 409))
+@router.put(
+    "/policies",
+    operation_id="replacePolicies",
+    response_model=schemas.TenantPolicies,
+    responses=problem_responses(403, 409),
+)
 async def put_policies(body: schemas.TenantPoliciesUpdate, service: AdminService) -> schemas.TenantPolicies:
     """Replace the tenant's policies with a new version (first match wins; tenant rules before agent rules)."""
     return await service.replace(body)
 
 
-@router.get("/turns/{turn_id}/decisions", operation_id="listTurnDecisions", response_model=schemas.DecisionPage,
-            responses=problem_responses(404))
+@router.get(
+    "/turns/{turn_id}/decisions",
+    operation_id="listTurnDecisions",
+    response_model=schemas.DecisionPage,
+    responses=problem_responses(404),
+)
 async def list_decisions(turn_id: uuid.UUID, service: ReaderService) -> schemas.DecisionPage:
     return await service.decisions(turn_id)

@@ -27,16 +27,21 @@ class PolicyService:
     async def current(self) -> schemas.TenantPolicies:
         latest = await self.policies.latest()
         if latest is None:
-            return schemas.TenantPolicies(version=0, policies=[], policy_hash=EMPTY_HASH, created_by=None,
-                                          created_at=None)
+            return schemas.TenantPolicies(
+                version=0, policies=[], policy_hash=EMPTY_HASH, created_by=None, created_at=None
+            )
         return _view(latest)
 
     async def replace(self, body: schemas.TenantPoliciesUpdate) -> schemas.TenantPolicies:
         latest = await self.policies.latest()
         document = [rule.model_dump(mode="json", exclude_none=True) for rule in body.policies]
         row = TenantPolicy(
-            id=uuid.uuid4(), tenant_id=self.principal.tenant_id, version=(latest.version if latest else 0) + 1,
-            policies=document, policy_hash=sha256_hex(canonical_json(document)), created_by=self.principal.sub,
+            id=uuid.uuid4(),
+            tenant_id=self.principal.tenant_id,
+            version=(latest.version if latest else 0) + 1,
+            policies=document,
+            policy_hash=sha256_hex(canonical_json(document)),
+            created_by=self.principal.sub,
         )
         try:
             await self.policies.add(row)
@@ -53,6 +58,9 @@ class PolicyService:
 
 def _view(row: TenantPolicy) -> schemas.TenantPolicies:
     return schemas.TenantPolicies(
-        version=row.version, policies=row.policies, policy_hash=row.policy_hash, created_by=row.created_by,
+        version=row.version,
+        policies=row.policies,
+        policy_hash=row.policy_hash,
+        created_by=row.created_by,
         created_at=row.created_at,
     )

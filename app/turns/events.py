@@ -100,8 +100,18 @@ class TurnEnded(_Event):
 
 
 TurnEvent = Annotated[
-    TurnStarted | NodeStarted | NodeEnded | MessageDelta | MessageCompleted | ToolCallRequested
-    | PolicyDecisionEvent | ToolCallCompleted | ApprovalRequired | ContextDegraded | UsageEvent | TurnEnded,
+    TurnStarted
+    | NodeStarted
+    | NodeEnded
+    | MessageDelta
+    | MessageCompleted
+    | ToolCallRequested
+    | PolicyDecisionEvent
+    | ToolCallCompleted
+    | ApprovalRequired
+    | ContextDegraded
+    | UsageEvent
+    | TurnEnded,
     Field(discriminator="type"),
 ]
 TURN_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TurnEvent)

@@ -61,7 +61,9 @@ class TurnManager:
 
     def launch(self, run: TurnRun) -> TurnStream:
         stream = TurnStream(
-            turn_id=run.ident.turn_id, tenant_id=run.ident.tenant_id, last_seq=run.last_seq,
+            turn_id=run.ident.turn_id,
+            tenant_id=run.ident.tenant_id,
+            last_seq=run.last_seq,
             writer=EventWriter(self.engine),
         )
         task = asyncio.create_task(self._execute(run, stream), name=f"turn-{run.ident.turn_id}")
@@ -79,8 +81,12 @@ class TurnManager:
         credentials = None
         if out.signing is not None:
             credentials = TurnCredentials(
-                out.signing, issuer=out.issuer, ttl_seconds=out.token_ttl, tenant_id=run.ident.tenant_id,
-                agent_id=str(run.ident.agent_id), session_id=str(run.ident.session_id),
+                out.signing,
+                issuer=out.issuer,
+                ttl_seconds=out.token_ttl,
+                tenant_id=run.ident.tenant_id,
+                agent_id=str(run.ident.agent_id),
+                session_id=str(run.ident.session_id),
                 turn_id=str(run.ident.turn_id),
             )
         context_token = gateway_token = None
@@ -95,11 +101,15 @@ class TurnManager:
             store=self.store,
             provider=self.providers.get(snapshot["model"]["provider"]),
             tools=ToolBox(
-                tool_refs=list(snapshot.get("tools", [])), gateway=out.gateway, gateway_token=gateway_token,
+                tool_refs=list(snapshot.get("tools", [])),
+                gateway=out.gateway,
+                gateway_token=gateway_token,
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
             ),
             governance=Governance(
-                self.engine, tenant_id=run.ident.tenant_id, agent_rules=list(snapshot.get("policies", [])),
+                self.engine,
+                tenant_id=run.ident.tenant_id,
+                agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),
             ),
             owner_sub=run.owner_sub,
@@ -139,24 +149,45 @@ class TurnManager:
                     update(Turn)
                     .where(Turn.id == turn_id, Turn.status.in_(("running", "interrupted")))
                     .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow())
-                    .returning(Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens,
-                               Turn.loop_count)
+                    .returning(
+                        Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count
+                    )
                 )
             ).first()
             if row is None:
                 return False
-            seq = int(await conn.scalar(select(TurnEvent.seq).where(TurnEvent.turn_id == turn_id)
-                                        .order_by(TurnEvent.seq.desc()).limit(1)) or 0) + 1
+            seq = (
+                int(
+                    await conn.scalar(
+                        select(TurnEvent.seq)
+                        .where(TurnEvent.turn_id == turn_id)
+                        .order_by(TurnEvent.seq.desc())
+                        .limit(1)
+                    )
+                    or 0
+                )
+                + 1
+            )
             data = {
-                "turn_id": str(turn_id), "seq": seq, "type": "turn.ended", "status": status,
+                "turn_id": str(turn_id),
+                "seq": seq,
+                "type": "turn.ended",
+                "status": status,
                 "final_output": row.final_output,
                 "usage": {"input_tokens": row.input_tokens, "output_tokens": row.output_tokens},
-                "loop_count": row.loop_count, "error": error,
+                "loop_count": row.loop_count,
+                "error": error,
             }
-            await conn.execute(insert(TurnEvent).values(
-                turn_id=turn_id, seq=seq, tenant_id=row.tenant_id, type="turn.ended",
-                data=orjson.dumps(data).decode(), created_at=utcnow(),
-            ))
+            await conn.execute(
+                insert(TurnEvent).values(
+                    turn_id=turn_id,
+                    seq=seq,
+                    tenant_id=row.tenant_id,
+                    type="turn.ended",
+                    data=orjson.dumps(data).decode(),
+                    created_at=utcnow(),
+                )
+            )
             await conn.execute(update(Turn).where(Turn.id == turn_id).values(last_seq=seq))
         return True
 

@@ -24,9 +24,7 @@ class TurnRepository(TenantRepository[Turn]):
         return await self.first(stmt.with_for_update() if for_update else stmt)
 
     async def active_in(self, session_id: uuid.UUID) -> Turn | None:
-        return await self.first(
-            self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES))
-        )
+        return await self.first(self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES)))
 
     async def page(self, principal: Principal, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> list[Turn]:
         stmt = self.visible(principal).where(Turn.session_id == session_id)

@@ -35,12 +35,12 @@ def wants_json(request: Request) -> bool:
 
 
 @router.post(
-    "/sessions/{session_id}/turns", operation_id="createTurn", response_model=None,
+    "/sessions/{session_id}/turns",
+    operation_id="createTurn",
+    response_model=None,
     responses={**TURN_RESPONSES, **problem_responses(409)},
 )
-async def create_turn(
-    session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service
-) -> Response:
+async def create_turn(session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service) -> Response:
     """Run one turn. Streams its events (default), or answers the finished turn for `Accept: application/json`."""
     turn_id, stream = await service.start(session_id, body)
     if wants_json(request):
@@ -51,8 +51,10 @@ async def create_turn(
 
 @router.get("/sessions/{session_id}/turns", operation_id="listTurns", response_model=schemas.TurnPage)
 async def list_turns(
-    session_id: uuid.UUID, service: Service,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50, cursor: str | None = None,
+    session_id: uuid.UUID,
+    service: Service,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 50,
+    cursor: str | None = None,
 ) -> schemas.TurnPage:
     return await service.list(session_id, limit=limit, cursor=cursor)
 
@@ -77,7 +79,9 @@ async def turn_events(
 
 
 @router.post(
-    "/turns/{turn_id}/cancel", operation_id="cancelTurn", response_model=schemas.Turn,
+    "/turns/{turn_id}/cancel",
+    operation_id="cancelTurn",
+    response_model=schemas.Turn,
     responses=problem_responses(409),
 )
 async def cancel_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:

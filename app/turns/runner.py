@@ -50,9 +50,10 @@ class TurnRun:
             "status": None,
             "error": None,
         }
-        if self.resumed_by is not None:
-            state.update(resume=True, decisions=self.decisions, **self.resume_state)  # type: ignore[typeddict-item]
-        return state
+        if self.resumed_by is None:
+            return state
+        resumed = {**state, **self.resume_state, "resume": True, "decisions": self.decisions}
+        return resumed  # type: ignore[return-value]
 
 
 class ShutdownRequested(Exception):
@@ -63,8 +64,12 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
     """Run the graph to a terminal state and record it; returns the turn's final status."""
     stream.emit(
         "turn.started",
-        {"session_id": str(run.ident.session_id), "agent_id": str(run.ident.agent_id),
-         "agent_version": run.agent_version, "resumed_by": str(run.resumed_by) if run.resumed_by else None},
+        {
+            "session_id": str(run.ident.session_id),
+            "agent_id": str(run.ident.agent_id),
+            "agent_version": run.agent_version,
+            "resumed_by": str(run.resumed_by) if run.resumed_by else None,
+        },
     )
     last: TurnState = run.initial_state()
     try:
@@ -81,7 +86,8 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
     except Exception as exc:
         log.exception("turn %s failed", run.ident.turn_id)
         outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
-    return await settle(store, stream, run, last, outcome)
+    status: str = await settle(store, stream, run, last, outcome)
+    return status
 
 
 def _outcome(state: TurnState) -> dict[str, Any]:
@@ -92,28 +98,37 @@ def _outcome(state: TurnState) -> dict[str, Any]:
     return {"status": status, "error": error}
 
 
-async def settle(
-    store: TurnStore, stream: TurnStream, run: TurnRun, state: TurnState, outcome: dict[str, Any]
-) -> str:
-    status = outcome["status"]
+async def settle(store: TurnStore, stream: TurnStream, run: TurnRun, state: TurnState, outcome: dict[str, Any]) -> str:
+    status: str = outcome["status"]
     usage = {"input_tokens": state.get("input_tokens", 0), "output_tokens": state.get("output_tokens", 0)}
     final_output = state.get("final_output") if status != "failed" else None
     if status in ("loop_limit", "budget_exceeded", "cancelled") and final_output is None:
         final_output = state.get("last_text") or None
     values: dict[str, Any] = {
-        "status": status, "final_output": final_output, "error": outcome["error"], **usage,
-        "loop_count": state.get("loop_count", 0), "last_seq": stream.last_seq + 1,
+        "status": status,
+        "final_output": final_output,
+        "error": outcome["error"],
+        **usage,
+        "loop_count": state.get("loop_count", 0),
+        "last_seq": stream.last_seq + 1,
     }
     if status != "interrupted":
         values["ended_at"] = utcnow()
-    stored = await store.finish(run.ident, from_status="running", values=values, model_calls=state.get("model_calls"))
+    stored: str = await store.finish(
+        run.ident, from_status="running", values=values, model_calls=state.get("model_calls")
+    )
     if stored != status:
         log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
         await stream.finish()
         return stored
     await stream.emit_final(
         "turn.ended",
-        {"status": status, "final_output": final_output, "usage": usage, "loop_count": values["loop_count"],
-         "error": outcome["error"]},
+        {
+            "status": status,
+            "final_output": final_output,
+            "usage": usage,
+            "loop_count": values["loop_count"],
+            "error": outcome["error"],
+        },
     )
     return status

@@ -49,10 +49,19 @@ class Turn(BaseModel):
     @classmethod
     def of(cls, row: Any) -> Turn:
         return cls(
-            id=row.id, session_id=row.session_id, status=row.status, input=row.input, final_output=row.final_output,
-            usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens), loop_count=row.loop_count,
-            max_loops=row.max_loops, error=row.error, last_seq=row.last_seq, resumed_by=row.resumed_by,
-            created_at=row.created_at, ended_at=row.ended_at,
+            id=row.id,
+            session_id=row.session_id,
+            status=row.status,
+            input=row.input,
+            final_output=row.final_output,
+            usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),
+            loop_count=row.loop_count,
+            max_loops=row.max_loops,
+            error=row.error,
+            last_seq=row.last_seq,
+            resumed_by=row.resumed_by,
+            created_at=row.created_at,
+            ended_at=row.ended_at,
         )
 
 

@@ -63,17 +63,33 @@ class TurnService:
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        turn = await turns.add(Turn(
-            id=uuid.uuid4(), tenant_id=session.tenant_id, session_id=session.id, status="running", input=body.input,
-            max_loops=max_loops, max_output_tokens=budget, owner_sub=session.owner_sub,
-        ))
-        db.add(Message(tenant_id=session.tenant_id, session_id=session.id, turn_id=turn.id, role="user",
-                       content=body.input))
+        turn = await turns.add(
+            Turn(
+                id=uuid.uuid4(),
+                tenant_id=session.tenant_id,
+                session_id=session.id,
+                status="running",
+                input=body.input,
+                max_loops=max_loops,
+                max_output_tokens=budget,
+                owner_sub=session.owner_sub,
+            )
+        )
+        db.add(
+            Message(
+                tenant_id=session.tenant_id, session_id=session.id, turn_id=turn.id, role="user", content=body.input
+            )
+        )
         await db.flush()
         return TurnRun(
             ident=TurnIdentity(session.tenant_id, session.id, turn.id, session.agent_id),
-            agent_version=session.agent_version, owner_sub=session.owner_sub, snapshot=session.snapshot,
-            input=body.input, max_loops=max_loops, max_output_tokens=budget, model_calls=session.model_calls,
+            agent_version=session.agent_version,
+            owner_sub=session.owner_sub,
+            snapshot=session.snapshot,
+            input=body.input,
+            max_loops=max_loops,
+            max_output_tokens=budget,
+            model_calls=session.model_calls,
         )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:

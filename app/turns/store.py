@@ -48,7 +48,11 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
 def chat_message(row: Any) -> ChatMessage:
     calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row.tool_calls or ())
     return ChatMessage(
-        role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id, name=row.name,
+        role=row.role,
+        content=row.content,
+        tool_calls=calls,
+        tool_call_id=row.tool_call_id,
+        name=row.name,
         is_error=row.is_error,
     )
 
@@ -59,8 +63,9 @@ class TurnStore:
 
     async def history(self, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
         stmt = (
-            select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name,
-                   Message.is_error)
+            select(
+                Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error
+            )
             .where(Message.tenant_id == tenant_id, Message.session_id == session_id)
             .order_by(Message.id)
         )
@@ -81,8 +86,14 @@ class TurnStore:
             await conn.execute(insert(Message), [message_row(ident, assistant)])
             await conn.execute(
                 insert(Usage).values(
-                    id=uuid.uuid4(), tenant_id=ident.tenant_id, session_id=ident.session_id, turn_id=ident.turn_id,
-                    agent_id=ident.agent_id, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
+                    id=uuid.uuid4(),
+                    tenant_id=ident.tenant_id,
+                    session_id=ident.session_id,
+                    turn_id=ident.turn_id,
+                    agent_id=ident.agent_id,
+                    model=model,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
                     created_at=utcnow(),
                 )
             )
@@ -98,15 +109,21 @@ class TurnStore:
     ) -> ToolResult:
         """Record an executed call; if the key is already recorded, the stored result wins."""
         values = {
-            "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-            "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
-            "tool_name": call.name, "arguments": call.arguments, "result": result.content,
-            "is_error": result.is_error, "created_at": utcnow(),
+            "id": uuid.uuid4(),
+            "tenant_id": ident.tenant_id,
+            "session_id": ident.session_id,
+            "turn_id": ident.turn_id,
+            "idempotency_key": key,
+            "loop": loop,
+            "tool_call_id": call.id,
+            "tool_name": call.name,
+            "arguments": call.arguments,
+            "result": result.content,
+            "is_error": result.is_error,
+            "created_at": utcnow(),
         }
         dialect_insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
-        stmt = dialect_insert(ToolExecution).values(**values).on_conflict_do_nothing(
-            index_elements=["idempotency_key"]
-        )
+        stmt = dialect_insert(ToolExecution).values(**values).on_conflict_do_nothing(index_elements=["idempotency_key"])
         async with self.engine.begin() as conn:
             inserted = (await conn.execute(stmt)).rowcount
         if inserted:
@@ -115,15 +132,32 @@ class TurnStore:
         return stored or result
 
     async def record_decision(
-        self, ident: TurnIdentity, *, point: str, tool_call_id: str | None, tool_name: str | None, verdict: str,
-        rule_id: str | None, reason: str | None, policy_hash: str,
+        self,
+        ident: TurnIdentity,
+        *,
+        point: str,
+        tool_call_id: str | None,
+        tool_name: str | None,
+        verdict: str,
+        rule_id: str | None,
+        reason: str | None,
+        policy_hash: str,
     ) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(
                 insert(PolicyDecision).values(
-                    id=uuid.uuid4(), tenant_id=ident.tenant_id, session_id=ident.session_id, turn_id=ident.turn_id,
-                    point=point, tool_call_id=tool_call_id, tool_name=tool_name, verdict=verdict, rule_id=rule_id,
-                    reason=reason, policy_hash=policy_hash, created_at=utcnow(),
+                    id=uuid.uuid4(),
+                    tenant_id=ident.tenant_id,
+                    session_id=ident.session_id,
+                    turn_id=ident.turn_id,
+                    point=point,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    verdict=verdict,
+                    rule_id=rule_id,
+                    reason=reason,
+                    policy_hash=policy_hash,
+                    created_at=utcnow(),
                 )
             )
 
@@ -131,7 +165,11 @@ class TurnStore:
         async with self.engine.begin() as conn:
             await conn.execute(
                 insert(AuditRecord).values(
-                    id=uuid.uuid4(), tenant_id=ident.tenant_id, turn_id=ident.turn_id, kind=kind, detail=detail,
+                    id=uuid.uuid4(),
+                    tenant_id=ident.tenant_id,
+                    turn_id=ident.turn_id,
+                    kind=kind,
+                    detail=detail,
                     created_at=utcnow(),
                 )
             )

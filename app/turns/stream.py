@@ -110,8 +110,14 @@ class TurnStream:
         payload = {"turn_id": self._turn_key, "seq": self._seq, "type": event_type, **data}
         text = orjson.dumps(payload).decode()
         self._writer.add(
-            {"turn_id": self.turn_id, "seq": self._seq, "tenant_id": self.tenant_id, "type": event_type,
-             "data": text, "created_at": utcnow()}
+            {
+                "turn_id": self.turn_id,
+                "seq": self._seq,
+                "tenant_id": self.tenant_id,
+                "type": event_type,
+                "data": text,
+                "created_at": utcnow(),
+            }
         )
         return self._seq, encode_frame(self._seq, event_type, text)
 

@@ -41,13 +41,23 @@ async def record_decision(
 ) -> None:
     """Store the receipt, then tell the stream."""
     await ctx.store.record_decision(
-        ctx.ident, point=decision.point, tool_call_id=tool_call_id, tool_name=tool_name, verdict=decision.verdict,
-        rule_id=decision.rule_id, reason=decision.reason, policy_hash=decision.policy_hash,
+        ctx.ident,
+        point=decision.point,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        verdict=decision.verdict,
+        rule_id=decision.rule_id,
+        reason=decision.reason,
+        policy_hash=decision.policy_hash,
     )
     ctx.emit(
         "policy.decision",
         {
-            "point": decision.point, "tool_call_id": tool_call_id, "verdict": decision.verdict,
-            "rule_id": decision.rule_id, "reason": decision.reason, "policy_hash": decision.policy_hash,
+            "point": decision.point,
+            "tool_call_id": tool_call_id,
+            "verdict": decision.verdict,
+            "rule_id": decision.rule_id,
+            "reason": decision.reason,
+            "policy_hash": decision.policy_hash,
         },
     )

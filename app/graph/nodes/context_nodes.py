@@ -22,7 +22,9 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
     if ctx.context_engine is not None and ctx.context_token is not None:
         try:
             assembled = await ctx.context_engine.assemble_context(
-                ctx.context_token(), session_id=str(ctx.ident.session_id), agent_id=str(ctx.ident.agent_id),
+                ctx.context_token(),
+                session_id=str(ctx.ident.session_id),
+                agent_id=str(ctx.ident.agent_id),
                 query=state["input"],
             )
         except ContextEngineError as exc:
@@ -34,7 +36,11 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
     history = state.get("history")
     if history is None:
         history = await ctx.store.history(ctx.ident.tenant_id, ctx.ident.session_id)
-    return {"history": history, "system": ctx.snapshot.get("system_prompt", ""), "prompt": compact(history + new_messages)}
+    return {
+        "history": history,
+        "system": ctx.snapshot.get("system_prompt", ""),
+        "prompt": compact(history + new_messages),
+    }
 
 
 def _this_turn(state: TurnState) -> list[ChatMessage]:
@@ -69,7 +75,9 @@ async def _guardrails(state: TurnState, ctx: TurnContext) -> dict[str, Any] | No
     hashes = list(ctx.snapshot.get("context", {}).get("guardrail_hashes", []))
     try:
         result = await ctx.context_engine.validate_prompt(
-            ctx.context_token(), session_id=str(ctx.ident.session_id), guardrail_hashes=hashes,
+            ctx.context_token(),
+            session_id=str(ctx.ident.session_id),
+            guardrail_hashes=hashes,
             prompt=state.get("system", ""),
         )
     except ContextEngineError as exc:
@@ -81,4 +89,3 @@ async def _guardrails(state: TurnState, ctx: TurnContext) -> dict[str, Any] | No
         return None
     detail = "; ".join(f"{v.get('code')}: {v.get('message')}" for v in result.violations) or "prompt is not valid"
     return failed("guardrail_violation", detail)
-

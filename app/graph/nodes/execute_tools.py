@@ -49,10 +49,11 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
     key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
     policy = await ctx.governance.current("tool")
-    denial = policy if isinstance(policy, Decision) else blacklist_decision(policy, call.name)
-    if denial is not None:
-        await record_decision(ctx, denial, tool_call_id=call.id, tool_name=call.name)
-        return await _settle(ctx, call, key, loop, _denied(denial))
+    if isinstance(policy, Decision):
+        return await _deny(ctx, call, key, loop, policy)
+    blacklisted = blacklist_decision(policy, call.name)
+    if blacklisted is not None:
+        return await _deny(ctx, call, key, loop, blacklisted)
     stored = await ctx.store.ledger_get(key)
     if stored is not None:
         return stored
@@ -63,17 +64,18 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         call = dataclasses.replace(call, arguments=human["arguments"] or call.arguments)
     elif not ctx.tools.is_mcp(call.name):
         decision = decide_tool(policy, call.name, call.arguments)
+        if decision.verdict == "deny":
+            return await _deny(ctx, call, key, loop, decision)
         await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
         if decision.verdict == "requires_approval":
             return Gate(call, decision)
-        if decision.verdict == "deny":
-            return await _settle(ctx, call, key, loop, _denied(decision))
     return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
 
 
-def _denied(decision: Decision) -> ToolResult:
+async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
+    await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
-    return ToolResult(f"denied by policy: {reason}", is_error=True)
+    return await _settle(ctx, call, key, loop, ToolResult(f"denied by policy: {reason}", is_error=True))
 
 
 async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult) -> ToolResult:
@@ -97,8 +99,13 @@ async def _request_approvals(ctx: TurnContext, gate: Gate, later: list[ToolCall]
     for row, g in zip(rows, gated, strict=True):
         ctx.emit(
             "approval.required",
-            {"approval_id": str(row["id"]), "tool_call_id": g.call.id, "name": g.call.name,
-             "arguments": g.call.arguments, "reason": g.decision.reason},
+            {
+                "approval_id": str(row["id"]),
+                "tool_call_id": g.call.id,
+                "name": g.call.name,
+                "arguments": g.call.arguments,
+                "reason": g.decision.reason,
+            },
         )
 
 
@@ -117,9 +124,18 @@ async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]
 def _approval_row(ctx: TurnContext, gate: Gate, loop: int) -> dict[str, Any]:
     ident = ctx.ident
     return {
-        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-        "turn_id": ident.turn_id, "owner_sub": ctx.owner_sub, "loop": loop, "tool_call_id": gate.call.id,
-        "tool_name": gate.call.name, "arguments": gate.call.arguments,
-        "arguments_hash": arguments_hash(gate.call.arguments), "reason": gate.decision.reason,
-        "rule_id": gate.decision.rule_id, "status": "pending", "created_at": utcnow(),
+        "id": uuid.uuid4(),
+        "tenant_id": ident.tenant_id,
+        "session_id": ident.session_id,
+        "turn_id": ident.turn_id,
+        "owner_sub": ctx.owner_sub,
+        "loop": loop,
+        "tool_call_id": gate.call.id,
+        "tool_name": gate.call.name,
+        "arguments": gate.call.arguments,
+        "arguments_hash": arguments_hash(gate.call.arguments),
+        "reason": gate.decision.reason,
+        "rule_id": gate.decision.rule_id,
+        "status": "pending",
+        "created_at": utcnow(),
     }

@@ -18,8 +18,9 @@ async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict
     ctx = runtime.context
     pending, results = state.get("pending", []), state.get("results", {})
     tool_messages = [
-        ChatMessage(role="tool", content=results[c.id].content, tool_call_id=c.id, name=c.name,
-                    is_error=results[c.id].is_error)
+        ChatMessage(
+            role="tool", content=results[c.id].content, tool_call_id=c.id, name=c.name, is_error=results[c.id].is_error
+        )
         for c in pending
     ]
     await ctx.store.append_messages(ctx.ident, tool_messages)
@@ -39,17 +40,27 @@ async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages:
     if ctx.context_engine is None or ctx.context_token is None:
         return
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in state.get("pending", [])]
-    events: list[dict[str, Any]] = [{"kind": "assistant_message", "text": state.get("last_text", ""), "tool_calls": calls}]
+    events: list[dict[str, Any]] = [
+        {"kind": "assistant_message", "text": state.get("last_text", ""), "tool_calls": calls}
+    ]
     events += [
-        {"kind": "tool_result", "tool_call_id": m.tool_call_id, "name": m.name, "content": m.content,
-         "is_error": m.is_error}
+        {
+            "kind": "tool_result",
+            "tool_call_id": m.tool_call_id,
+            "name": m.name,
+            "content": m.content,
+            "is_error": m.is_error,
+        }
         for m in tool_messages
     ]
     for event in events:
         try:
             await ctx.context_engine.ingest_event(
-                ctx.context_token(), session_id=str(ctx.ident.session_id), turn_id=str(ctx.ident.turn_id),
-                loop=state.get("loop_count", 0), event=event,
+                ctx.context_token(),
+                session_id=str(ctx.ident.session_id),
+                turn_id=str(ctx.ident.turn_id),
+                loop=state.get("loop_count", 0),
+                event=event,
             )
         except ContextEngineError as exc:
             ctx.emit("context.degraded", {"component": "ingest", "error": str(exc)})

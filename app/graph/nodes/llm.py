@@ -28,8 +28,11 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
     ctx.emit("usage", {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens})
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
     await ctx.store.record_model_call(
-        ctx.ident, assistant, model=str(ctx.model.get("name") or ctx.model["provider"]),
-        input_tokens=response.input_tokens, output_tokens=response.output_tokens,
+        ctx.ident,
+        assistant,
+        model=str(ctx.model.get("name") or ctx.model["provider"]),
+        input_tokens=response.input_tokens,
+        output_tokens=response.output_tokens,
     )
     return {
         "pending": response.tool_calls,
