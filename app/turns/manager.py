@@ -22,7 +22,7 @@ from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
-from app.turns.runner import ShutdownRequested, TurnRun, execute
+from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
 from app.turns.stream import EventWriter, TurnStream
 
@@ -136,7 +136,7 @@ class TurnManager:
     async def shutdown(self) -> None:
         entries = list(self._live.values())
         for entry in entries:
-            entry.task.cancel(msg="shutdown")
+            entry.task.cancel(msg=SHUTDOWN)
         for entry in entries:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await entry.task
@@ -208,5 +208,3 @@ class TurnManager:
 def _bind(credentials: TurnCredentials, audience: str) -> Any:
     return lambda: credentials.token_for(audience)  # type: ignore[arg-type]
 
-
-__all__ = ["LiveTurn", "Outbound", "ShutdownRequested", "TurnManager"]

@@ -56,8 +56,8 @@ class TurnRun:
         return resumed  # type: ignore[return-value]
 
 
-class ShutdownRequested(Exception):
-    """Set as the cancel message when the process stops, to tell it apart from a user's cancel."""
+SHUTDOWN = "shutdown"
+"""The cancel message of a task stopped because the process stops (not a user's cancel)."""
 
 
 async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream, store: TurnStore) -> str:
@@ -77,7 +77,7 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
             last = values
         outcome = _outcome(last)
     except asyncio.CancelledError as exc:
-        shutting_down = any(isinstance(a, ShutdownRequested) for a in exc.args) or "shutdown" in str(exc)
+        shutting_down = SHUTDOWN in exc.args
         outcome = (
             {"status": "failed", "error": {"code": "server_restarted", "message": "the service stopped mid-turn"}}
             if shutting_down

@@ -1,0 +1,32 @@
+# agent-runtime: one image for the service and its `migrate` step.
+#   docker build -t agent-runtime .
+#   docker run -p 8000:8000 -v agent-runtime-data:/data agent-runtime      (embedded SQLite)
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+RUN pip install .
+
+FROM python:3.11-slim
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DATA_DIR=/data
+RUN groupadd --system --gid 10001 app \
+ && useradd --system --uid 10001 --gid app --home-dir /srv --shell /usr/sbin/nologin app \
+ && mkdir -p /data \
+ && chown app:app /data
+COPY --from=build /opt/venv /opt/venv
+# `agent-runtime migrate` (and the SQLite start-up migration) read these from the working folder.
+WORKDIR /srv
+COPY alembic.ini ./
+COPY migrations ./migrations
+USER 10001:10001
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
+  CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status != 200)"]
+CMD ["agent-runtime", "serve", "--host", "0.0.0.0", "--port", "8000"]
