@@ -33,6 +33,7 @@ from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.events import event_schemas
 from app.turns.manager import Outbound, TurnManager
+from app.turns.notify import EventListener
 from app.turns.router import router as turns_router
 
 
@@ -76,11 +77,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         gateway=_gateway(settings),
     )
     container.signing = signing
+    listener = None if is_sqlite(url) else EventListener(engine.url)
+    if listener is not None:
+        await listener.start()
     container.turns = TurnManager(
         engine=engine,
         graph=build_graph(),
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
+        listener=listener,
     )
     app.state.container = container
     await container.turns.recover()
@@ -88,6 +93,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         await container.turns.shutdown()
+        if listener is not None:
+            await listener.close()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
         if anthropic_client is not None:

@@ -22,11 +22,13 @@ from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
+from app.turns.notify import EventListener
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
 from app.turns.stream import EventWriter, TurnStream
 
 log = logging.getLogger(__name__)
+LISTEN_POLL_SECONDS = 2.0
 
 
 @dataclass(slots=True)
@@ -47,8 +49,17 @@ class Outbound:
 
 
 class TurnManager:
-    def __init__(self, *, engine: AsyncEngine, graph: Any, providers: ProviderRegistry, outbound: Outbound) -> None:
+    def __init__(
+        self,
+        *,
+        engine: AsyncEngine,
+        graph: Any,
+        providers: ProviderRegistry,
+        outbound: Outbound,
+        listener: EventListener | None = None,
+    ) -> None:
         self.engine = engine
+        self.listener = listener
         self.store = TurnStore(engine)
         self.graph = graph
         self.providers = providers
@@ -116,6 +127,13 @@ class TurnManager:
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
         )
+
+    async def wait_for_events(self, turn_id: uuid.UUID, poll_seconds: float) -> None:
+        """Until new events of a turn run elsewhere may be stored: a NOTIFY, or the poll interval."""
+        if self.listener is None:
+            await asyncio.sleep(poll_seconds)
+        else:
+            await self.listener.wait(turn_id, max(poll_seconds, LISTEN_POLL_SECONDS))
 
     async def wait(self, turn_id: uuid.UUID) -> None:
         entry = self._live.get(turn_id)

@@ -147,7 +147,7 @@ class TurnService:
                 settle_polls += 1
                 if current.last_seq <= after or settle_polls > SETTLE_POLLS:
                     return
-            await asyncio.sleep(POLL_SECONDS if settle_polls == 0 else 0.05)
+            await self.manager.wait_for_events(turn_id, POLL_SECONDS if settle_polls == 0 else 0.05)
 
     async def _replay(
         self, turn_id: uuid.UUID, after: int, *, upto: int | None

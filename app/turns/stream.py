@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sse import encode_frame
 from app.models import TurnEvent
 from app.models.base import utcnow
+from app.turns.notify import notify
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.05
@@ -49,6 +50,7 @@ class EventWriter:
             rows, self._rows = self._rows, []
             async with self._engine.begin() as conn:
                 await conn.execute(insert(TurnEvent), rows)
+                await notify(conn, rows[0]["turn_id"])
 
     async def close(self) -> None:
         self._closing = True

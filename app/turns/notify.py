@@ -1,0 +1,67 @@
+"""Cross-replica wake-ups: each event flush NOTIFYs, followers of turns run elsewhere LISTEN.
+
+A follower whose turn runs in another process replays from `turn_events`; this only tells it
+when to look again, so a lost notification costs at most one poll interval, never an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+log = logging.getLogger(__name__)
+CHANNEL = "agent_runtime_turn_events"
+NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+
+
+async def notify(conn: AsyncConnection, turn_id: uuid.UUID) -> None:
+    if conn.dialect.name == "postgresql":
+        await conn.execute(NOTIFY, {"channel": CHANNEL, "payload": str(turn_id)})
+
+
+class EventListener:
+    """One LISTEN connection per process; `wait(turn_id, timeout)` returns early on a notification."""
+
+    def __init__(self, url: URL) -> None:
+        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._conn: asyncpg.Connection | None = None
+        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+
+    async def start(self) -> None:
+        try:
+            self._conn = await asyncpg.connect(self._dsn)
+            await self._conn.add_listener(CHANNEL, self._on_notify)
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("LISTEN unavailable (%s); followers of remote turns poll", type(exc).__name__)
+            self._conn = None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.close()
+            self._conn = None
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        for event in self._waiters.get(payload, ()):
+            event.set()
+
+    async def wait(self, turn_id: uuid.UUID, timeout: float) -> None:
+        key = str(turn_id)
+        event = asyncio.Event()
+        self._waiters[key].add(event)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout)
+        finally:
+            self._waiters[key].discard(event)
+            if not self._waiters[key]:
+                del self._waiters[key]
