@@ -31,5 +31,6 @@ async def test_follower_on_another_replica_receives_every_event_live(settings: A
             direct = [first] + [f async for f in frames]
         followed = await asyncio.wait_for(followed_task, timeout=30)
     assert [f.id for f in followed] == [f.id for f in direct]
-    assert followed[-1].event == "turn.ended" and followed[-1].data["status"] == "completed"
+    assert followed[-1].event == "turn.ended"
+    assert followed[-1].data["status"] == "completed"
     assert "".join(f.data["text"] for f in followed if f.event == "message.delta") == LONG_TEXT
