@@ -26,12 +26,16 @@ ContainerDep = Annotated[Container, Depends(get_container)]
 
 
 async def get_db(container: ContainerDep) -> AsyncIterator[AsyncSession]:
-    """The request owns the transaction: commit on success, roll back on error."""
+    """The request owns the transaction: commit on success, roll back on error.
+
+    Scoped to the endpoint function (not the request), so the commit happens before the response
+    is sent: a client never reads a 201 for a row that is not committed yet.
+    """
     async with unit_of_work(container.session_factory) as session:
         yield session
 
 
-SessionDep = Annotated[AsyncSession, Depends(get_db)]
+SessionDep = Annotated[AsyncSession, Depends(get_db, scope="function")]
 
 
 async def get_principal(

@@ -23,6 +23,7 @@ from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
+from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.build import build_graph
 from app.health import router as health_router
 from app.policies.router import router as policies_router
@@ -154,6 +155,11 @@ def _publish_event_schemas(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = build()
             schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    stream = operation.get("responses", {}).get("200", {}).get("content", {}).get(SSE_MEDIA_TYPE)
+                    if stream is not None:
+                        stream["schema"] = {"$ref": "#/components/schemas/TurnEvent"}
             app.openapi_schema = schema
         return app.openapi_schema
 

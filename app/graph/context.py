@@ -11,6 +11,7 @@ from app.governance.gate import Governance
 from app.providers.base import Provider
 from app.tools.toolbox import ToolBox
 from app.turns.store import TurnIdentity, TurnStore
+from app.turns.stream import TurnStream
 
 Emit = Callable[[str, dict[str, Any]], int]
 
@@ -20,6 +21,8 @@ class TurnContext:
     ident: TurnIdentity
     snapshot: dict[str, Any]
     emit: Emit
+    journal: TurnStream
+    """The turn's batched writer: events, messages, usage and receipts, stored together."""
     store: TurnStore
     provider: Provider
     tools: ToolBox

@@ -25,7 +25,7 @@ from app.tools.toolbox import ToolBox
 from app.turns.notify import EventListener
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
-from app.turns.stream import EventWriter, TurnStream
+from app.turns.stream import TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
@@ -75,7 +75,7 @@ class TurnManager:
             turn_id=run.ident.turn_id,
             tenant_id=run.ident.tenant_id,
             last_seq=run.last_seq,
-            writer=EventWriter(self.engine),
+            writer=TurnWriter(self.engine),
         )
         task = asyncio.create_task(self._execute(run, stream), name=f"turn-{run.ident.turn_id}")
         self._live[run.ident.turn_id] = LiveTurn(stream, task)
@@ -109,6 +109,7 @@ class TurnManager:
             ident=run.ident,
             snapshot=snapshot,
             emit=stream.emit,
+            journal=stream,
             store=self.store,
             provider=self.providers.get(snapshot["model"]["provider"]),
             tools=ToolBox(
@@ -225,4 +226,3 @@ class TurnManager:
 
 def _bind(credentials: TurnCredentials, audience: str) -> Any:
     return lambda: credentials.token_for(audience)  # type: ignore[arg-type]
-

@@ -35,8 +35,8 @@ async def resume_run(
         output_tokens=turn.output_tokens,
         resumed_by=approval_id,
         decisions=decisions,
+        history=history,
         resume_state={
-            "history": history,
             "pending": list(assistant.tool_calls),
             "last_text": assistant.content,
             "results": {},

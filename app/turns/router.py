@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
-from app.core.sse import event_stream_response
+from app.core.sse import EventStreamResponse, event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
 from app.turns import schemas
 from app.turns.events import SSE_RESPONSE
@@ -64,7 +64,13 @@ async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
     return await service.get(turn_id)
 
 
-@router.get("/turns/{turn_id}/events", operation_id="streamTurnEvents", response_model=None, responses=SSE_RESPONSE)
+@router.get(
+    "/turns/{turn_id}/events",
+    operation_id="streamTurnEvents",
+    response_model=None,
+    response_class=EventStreamResponse,
+    responses=SSE_RESPONSE,
+)
 async def turn_events(
     turn_id: uuid.UUID,
     service: Service,

@@ -11,7 +11,8 @@ from typing import Any
 from app.graph.context import TurnContext
 from app.graph.state import HumanDecision, TurnState
 from app.models.base import utcnow
-from app.turns.store import TurnIdentity, TurnStore
+from app.providers.base import ChatMessage
+from app.turns.store import TurnIdentity, TurnStore, settle_turn
 from app.turns.stream import TurnStream
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ class TurnRun:
     owner_sub: str
     snapshot: dict[str, Any]
     input: str
+    history: list[ChatMessage]
     max_loops: int
     max_output_tokens: int
     last_seq: int = 0
@@ -46,6 +48,7 @@ class TurnRun:
             "model_calls": self.model_calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "history": self.history,
             "new_messages": [],
             "status": None,
             "error": None,
@@ -114,21 +117,13 @@ async def settle(store: TurnStore, stream: TurnStream, run: TurnRun, state: Turn
     }
     if status != "interrupted":
         values["ended_at"] = utcnow()
-    stored: str = await store.finish(
-        run.ident, from_status="running", values=values, model_calls=state.get("model_calls")
-    )
-    if stored != status:
-        log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
-        await stream.finish()
-        return stored
-    await stream.emit_final(
-        "turn.ended",
-        {
-            "status": status,
-            "final_output": final_output,
-            "usage": usage,
-            "loop_count": values["loop_count"],
-            "error": outcome["error"],
-        },
-    )
-    return status
+    ended = {
+        "status": status, "final_output": final_output, "usage": usage, "loop_count": values["loop_count"],
+        "error": outcome["error"],
+    }  # fmt: skip
+    settle_row = settle_turn(run.ident, values, model_calls=state.get("model_calls"))
+    if await stream.end("turn.ended", ended, settle_row):
+        return status
+    stored = await store.current_status(run.ident.turn_id)
+    log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
+    return stored

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,12 +17,14 @@ from app.core.pagination import page_of
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound
 from app.models import ACTIVE_STATUSES, Approval, Message, Turn
+from app.models.base import utcnow
+from app.providers.base import ChatMessage
 from app.sessions.service import SessionService
 from app.turns import schemas
 from app.turns.manager import TurnManager
 from app.turns.repository import TurnRepository
 from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity
+from app.turns.store import TurnIdentity, load_history, message_row
 from app.turns.stream import TurnStream
 
 POLL_SECONDS = 0.5
@@ -51,41 +53,33 @@ class TurnService:
         return run.ident.turn_id, self.manager.launch(run)
 
     async def _create(self, db: AsyncSession, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
-        session = await SessionService(db, self.principal).get(session_id, for_update=True)
+        """Insert the turn and its user message, and read the history, in one transaction.
+
+        The partial unique index on active turns is what guarantees one active turn per session;
+        a second start fails on it and is answered with 409 naming the active turn.
+        """
+        session = await SessionService(db, self.principal).get(session_id)
         if session.status == "closed":
             raise Conflict(f"Session {session_id} is closed")
-        turns = TurnRepository(db, self.principal.tenant_id)
-        active = await turns.active_in(session_id)
-        if active is not None:
-            raise _busy(active)
         limits = session.snapshot.get("limits", {})
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        turn = await turns.add(
-            Turn(
-                id=uuid.uuid4(),
-                tenant_id=session.tenant_id,
-                session_id=session.id,
-                status="running",
-                input=body.input,
-                max_loops=max_loops,
-                max_output_tokens=budget,
-                owner_sub=session.owner_sub,
-            )
-        )
-        db.add(
-            Message(
-                tenant_id=session.tenant_id, session_id=session.id, turn_id=turn.id, role="user", content=body.input
-            )
-        )
-        await db.flush()
+        ident = TurnIdentity(session.tenant_id, session.id, uuid.uuid4(), session.agent_id)
+        now = utcnow()
+        await db.execute(insert(Turn).values(
+            id=ident.turn_id, tenant_id=ident.tenant_id, session_id=session.id, status="running", input=body.input,
+            max_loops=max_loops, max_output_tokens=budget, owner_sub=session.owner_sub, input_tokens=0,
+            output_tokens=0, loop_count=0, last_seq=0, created_at=now, updated_at=now,
+        ))  # fmt: skip
+        await db.execute(insert(Message).values(message_row(ident, ChatMessage(role="user", content=body.input))))
         return TurnRun(
-            ident=TurnIdentity(session.tenant_id, session.id, turn.id, session.agent_id),
+            ident=ident,
             agent_version=session.agent_version,
             owner_sub=session.owner_sub,
             snapshot=session.snapshot,
             input=body.input,
+            history=await load_history(db, ident.tenant_id, session.id),
             max_loops=max_loops,
             max_output_tokens=budget,
             model_calls=session.model_calls,

@@ -1,7 +1,8 @@
-"""Every write a running turn makes, each in a short transaction of its own (SQLAlchemy Core).
+"""The database side of a running turn: row builders for the batched writer, and the few reads
+and writes that must happen at once (history, the tool ledger, approvals, audit records).
 
-The graph and the runner reach the database only through this class, so tests and the
-LangGraph nodes never hold a request's session.
+Single-statement reads and writes run on an AUTOCOMMIT view of the engine, so they cost one
+round trip instead of BEGIN, statement, COMMIT.
 """
 
 from __future__ import annotations
@@ -11,15 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Table, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.models import Approval, AuditRecord, Message, PolicyDecision, Session, ToolExecution, Turn, TurnEvent, Usage
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
 from app.tools.base import ToolResult
+
+MESSAGES: Table = Message.__table__  # type: ignore[assignment]
+DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
+USAGE: Table = Usage.__table__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,22 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
     }
 
 
+def usage_row(ident: TurnIdentity, *, model: str, input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": model, "input_tokens": input_tokens,
+        "output_tokens": output_tokens, "created_at": utcnow(),
+    }  # fmt: skip
+
+
+def decision_row(ident: TurnIdentity, **fields: Any) -> dict[str, Any]:
+    """A receipt: point, tool_call_id, tool_name, verdict, rule_id, reason, policy_hash."""
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "created_at": utcnow(), **fields,
+    }  # fmt: skip
+
+
 def chat_message(row: Any) -> ChatMessage:
     calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row.tool_calls or ())
     return ChatMessage(
@@ -57,50 +78,49 @@ def chat_message(row: Any) -> ChatMessage:
     )
 
 
+def history_statement(tenant_id: str, session_id: uuid.UUID) -> Any:
+    return (
+        select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
+        .where(Message.tenant_id == tenant_id, Message.session_id == session_id)
+        .order_by(Message.id)
+    )
+
+
+async def load_history(conn: Any, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
+    return [chat_message(r) for r in await conn.execute(history_statement(tenant_id, session_id))]
+
+
+def settle_turn(ident: TurnIdentity, values: dict[str, Any], *, model_calls: int | None) -> Any:
+    """The settle step of a turn's last write: leave `running` (never overwrite a cancel) and count calls."""
+
+    async def settle(conn: AsyncConnection) -> bool:
+        moved = await conn.execute(
+            update(Turn)
+            .where(Turn.id == ident.turn_id, Turn.status == "running")
+            .values(**values, updated_at=utcnow())
+            .returning(Turn.id)
+        )
+        if moved.first() is None:
+            return False
+        if model_calls is not None:
+            await conn.execute(update(Session).where(Session.id == ident.session_id).values(model_calls=model_calls))
+        return True
+
+    return settle
+
+
 class TurnStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     async def history(self, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
-        stmt = (
-            select(
-                Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error
-            )
-            .where(Message.tenant_id == tenant_id, Message.session_id == session_id)
-            .order_by(Message.id)
-        )
-        async with self.engine.connect() as conn:
-            return [chat_message(r) for r in await conn.execute(stmt)]
-
-    async def append_messages(self, ident: TurnIdentity, messages: Sequence[ChatMessage]) -> None:
-        if not messages:
-            return
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(Message), [message_row(ident, m) for m in messages])
-
-    async def record_model_call(
-        self, ident: TurnIdentity, assistant: ChatMessage, *, model: str, input_tokens: int, output_tokens: int
-    ) -> None:
-        """The assistant message (with its tool call ids) and its usage, durable before any call runs."""
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(Message), [message_row(ident, assistant)])
-            await conn.execute(
-                insert(Usage).values(
-                    id=uuid.uuid4(),
-                    tenant_id=ident.tenant_id,
-                    session_id=ident.session_id,
-                    turn_id=ident.turn_id,
-                    agent_id=ident.agent_id,
-                    model=model,
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    created_at=utcnow(),
-                )
-            )
+        async with self.autocommit.connect() as conn:
+            return await load_history(conn, tenant_id, session_id)
 
     async def ledger_get(self, key: str) -> ToolResult | None:
         stmt = select(ToolExecution.result, ToolExecution.is_error).where(ToolExecution.idempotency_key == key)
-        async with self.engine.connect() as conn:
+        async with self.autocommit.connect() as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else ToolResult(content=row.result, is_error=row.is_error)
 
@@ -109,101 +129,35 @@ class TurnStore:
     ) -> ToolResult:
         """Record an executed call; if the key is already recorded, the stored result wins."""
         values = {
-            "id": uuid.uuid4(),
-            "tenant_id": ident.tenant_id,
-            "session_id": ident.session_id,
-            "turn_id": ident.turn_id,
-            "idempotency_key": key,
-            "loop": loop,
-            "tool_call_id": call.id,
-            "tool_name": call.name,
-            "arguments": call.arguments,
-            "result": result.content,
-            "is_error": result.is_error,
-            "created_at": utcnow(),
-        }
+            "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+            "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
+            "tool_name": call.name, "arguments": call.arguments, "result": result.content,
+            "is_error": result.is_error, "created_at": utcnow(),
+        }  # fmt: skip
         dialect_insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
         stmt = dialect_insert(ToolExecution).values(**values).on_conflict_do_nothing(index_elements=["idempotency_key"])
-        async with self.engine.begin() as conn:
+        async with self.autocommit.connect() as conn:
             inserted = (await conn.execute(stmt)).rowcount
         if inserted:
             return result
         stored = await self.ledger_get(key)
         return stored or result
 
-    async def record_decision(
-        self,
-        ident: TurnIdentity,
-        *,
-        point: str,
-        tool_call_id: str | None,
-        tool_name: str | None,
-        verdict: str,
-        rule_id: str | None,
-        reason: str | None,
-        policy_hash: str,
-    ) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                insert(PolicyDecision).values(
-                    id=uuid.uuid4(),
-                    tenant_id=ident.tenant_id,
-                    session_id=ident.session_id,
-                    turn_id=ident.turn_id,
-                    point=point,
-                    tool_call_id=tool_call_id,
-                    tool_name=tool_name,
-                    verdict=verdict,
-                    rule_id=rule_id,
-                    reason=reason,
-                    policy_hash=policy_hash,
-                    created_at=utcnow(),
-                )
-            )
-
     async def record_audit(self, ident: TurnIdentity, kind: str, detail: dict[str, Any]) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                insert(AuditRecord).values(
-                    id=uuid.uuid4(),
-                    tenant_id=ident.tenant_id,
-                    turn_id=ident.turn_id,
-                    kind=kind,
-                    detail=detail,
-                    created_at=utcnow(),
-                )
-            )
+        row = {"id": uuid.uuid4(), "tenant_id": ident.tenant_id, "turn_id": ident.turn_id, "kind": kind,
+               "detail": detail, "created_at": utcnow()}  # fmt: skip
+        async with self.autocommit.connect() as conn:
+            await conn.execute(insert(AuditRecord).values(**row))
 
-    async def create_approvals(self, rows: list[dict[str, Any]]) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(Approval), rows)
+    async def create_approvals(self, rows: Sequence[dict[str, Any]]) -> None:
+        async with self.autocommit.connect() as conn:
+            await conn.execute(insert(Approval), list(rows))
 
-    async def set_loop_count(self, turn_id: uuid.UUID, loop_count: int) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(update(Turn).where(Turn.id == turn_id).values(loop_count=loop_count))
-
-    async def finish(
-        self, ident: TurnIdentity, *, from_status: str, values: dict[str, Any], model_calls: int | None
-    ) -> str:
-        """Move the turn out of `from_status`; returns the status it has afterwards (never overwrites)."""
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(Turn)
-                .where(Turn.id == ident.turn_id, Turn.status == from_status)
-                .values(**values, updated_at=utcnow())
-                .returning(Turn.status)
-            )
-            row = result.first()
-            if row is not None and model_calls is not None:
-                await conn.execute(
-                    update(Session).where(Session.id == ident.session_id).values(model_calls=model_calls)
-                )
-            if row is not None:
-                return str(row.status)
-            current = await conn.execute(select(Turn.status).where(Turn.id == ident.turn_id))
-            return str(current.scalar_one())
+    async def current_status(self, turn_id: uuid.UUID) -> str:
+        async with self.autocommit.connect() as conn:
+            return str(await conn.scalar(select(Turn.status).where(Turn.id == turn_id)))
 
     async def max_seq(self, turn_id: uuid.UUID) -> int:
-        async with self.engine.connect() as conn:
+        async with self.autocommit.connect() as conn:
             value = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == turn_id))
         return int(value or 0)

@@ -11,12 +11,12 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import Table, insert
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.sse import encode_frame
 from app.models import TurnEvent
@@ -25,58 +25,102 @@ from app.turns.notify import notify
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.05
+EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
-class EventWriter:
-    """Buffers event rows and flushes them in one INSERT per interval, in its own transactions."""
+Settle = Callable[[AsyncConnection], Awaitable[bool]]
+
+
+class TurnWriter:
+    """Rows a turn produces (events, messages, usage, receipts), written together in batches.
+
+    One transaction per flush, one multi-row INSERT per table, one NOTIFY. Flushes run one at a time
+    under a lock and take rows in the order they were staged, so message ids keep conversation order.
+    """
 
     def __init__(self, engine: AsyncEngine, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
         self._engine = engine
         self._interval = interval
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[tuple[Table, dict[str, Any]]] = []
+        self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._closing = False
+        self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def add(self, row: dict[str, Any]) -> None:
-        self._rows.append(row)
+    def stage(self, table: Table, row: dict[str, Any]) -> None:
+        self._rows.append((table, row))
         if self._task is None:
             self._task = asyncio.create_task(self._run())
         self._wake.set()
 
     async def flush(self) -> None:
-        """Write everything buffered so far, now."""
-        while self._rows:
-            rows, self._rows = self._rows, []
-            async with self._engine.begin() as conn:
-                await conn.execute(insert(TurnEvent), rows)
-                await notify(conn, rows[0]["turn_id"])
+        """Write everything staged so far, now.
 
-    async def close(self) -> None:
-        self._closing = True
+        The write is shielded: a caller cancelled mid-commit must not leave the outcome unknown,
+        or the rows would be written twice.
+        """
+        await asyncio.shield(self._locked_write(None))
+
+    async def close(self, settle: Settle | None = None, final: tuple[Table, dict[str, Any]] | None = None) -> bool:
+        """Stop batching and write the rest with `settle` in one transaction; `final` only if it settled."""
+        self._closing.set()
         self._wake.set()
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self.flush()
+            await self._task
+        return await asyncio.shield(self._locked_write(settle, final))
+
+    async def _locked_write(
+        self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None = None
+    ) -> bool:
+        async with self._lock:
+            return await self._write(settle, final)
+
+    async def _write(self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None) -> bool:
+        rows, self._rows = self._rows, []
+        if not rows and settle is None:
+            return True
+        try:
+            async with self._engine.begin() as conn:
+                settled = settle is None or await settle(conn)
+                if settled and final is not None:
+                    rows.append(final)
+                await _insert_grouped(conn, rows)
+        except Exception:
+            if final is not None and rows and rows[-1] is final:
+                rows.pop()
+            self._rows = rows + self._rows
+            raise
+        return settled
 
     async def _run(self) -> None:
-        while not self._closing:
+        while not self._closing.is_set():
             await self._wake.wait()
             self._wake.clear()
-            if not self._closing:
-                await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), self._interval)
+            if self._closing.is_set():
+                return
             try:
-                await self.flush()
+                await self._locked_write(None)
             except Exception:
-                log.exception("event flush failed; retrying at the next flush")
-                await asyncio.sleep(self._interval)
+                log.exception("turn flush failed; retrying at the next flush")
+
+
+async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[str, Any]]]) -> None:
+    by_table: dict[Table, list[dict[str, Any]]] = {}
+    for table, row in rows:
+        by_table.setdefault(table, []).append(row)
+    for table, batch in by_table.items():
+        await conn.execute(insert(table), batch)
+    events = by_table.get(EVENTS)
+    if events:
+        await notify(conn, events[0]["turn_id"])
 
 
 class TurnStream:
     """The ordered events of one run of a turn (a resumed turn continues the sequence)."""
 
-    def __init__(self, *, turn_id: uuid.UUID, tenant_id: str, last_seq: int, writer: EventWriter) -> None:
+    def __init__(self, *, turn_id: uuid.UUID, tenant_id: str, last_seq: int, writer: TurnWriter) -> None:
         self.turn_id = turn_id
         self.tenant_id = tenant_id
         self.first_seq = last_seq + 1
@@ -92,60 +136,64 @@ class TurnStream:
         return self._seq
 
     def emit(self, event_type: str, data: dict[str, Any]) -> int:
-        seq, frame = self._record(event_type, data)
+        seq, row, frame = self._next(event_type, data)
+        self._writer.stage(EVENTS, row)
         self._frames.append(frame)
         self._wake()
         return seq
 
-    async def emit_final(self, event_type: str, data: dict[str, Any]) -> None:
-        """The last event: stored before any follower sees it, then the stream is done."""
-        _, frame = self._record(event_type, data)
-        try:
-            await self._writer.close()
-        finally:
-            self._frames.append(frame)
-            self.done = True
-            self._wake()
-
-    def _record(self, event_type: str, data: dict[str, Any]) -> tuple[int, bytes]:
-        self._seq += 1
-        payload = {"turn_id": self._turn_key, "seq": self._seq, "type": event_type, **data}
-        text = orjson.dumps(payload).decode()
-        self._writer.add(
-            {
-                "turn_id": self.turn_id,
-                "seq": self._seq,
-                "tenant_id": self.tenant_id,
-                "type": event_type,
-                "data": text,
-                "created_at": utcnow(),
-            }
-        )
-        return self._seq, encode_frame(self._seq, event_type, text)
+    def stage(self, table: Table, row: dict[str, Any]) -> None:
+        self._writer.stage(table, row)
 
     async def flush(self) -> None:
         await self._writer.flush()
 
-    async def finish(self) -> None:
-        """Persist everything, then release followers: a follower seeing the end can replay it all."""
+    async def end(self, event_type: str, data: dict[str, Any], settle: Settle) -> bool:
+        """Settle the turn and store the last event in one transaction, before any follower sees it.
+
+        If `settle` finds the turn already settled elsewhere (a cancel), the event is dropped.
+        """
+        _, row, frame = self._next(event_type, data)
         try:
-            await self._writer.close()
+            settled = await self._writer.close(settle, (EVENTS, row))
+            if settled:
+                self._frames.append(frame)
+            return settled
         finally:
             self.done = True
             self._wake()
+
+    def _next(self, event_type: str, data: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
+        self._seq += 1
+        seq = self._seq
+        text = orjson.dumps({"turn_id": self._turn_key, "seq": seq, "type": event_type, **data}).decode()
+        row = {
+            "turn_id": self.turn_id,
+            "seq": seq,
+            "tenant_id": self.tenant_id,
+            "type": event_type,
+            "data": text,
+            "created_at": utcnow(),
+        }
+        return seq, row, encode_frame(seq, event_type, text)
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
     async def follow(self, after: int) -> AsyncIterator[bytes]:
-        """Frames with seq > `after` (at least `first_seq - 1`), live until the run is done."""
+        """Frames with seq > `after` (at least `first_seq - 1`), live until the run is done.
+
+        Frames that arrived together are sent as one chunk: fewer writes, same bytes.
+        """
         index = max(after - self.first_seq + 1, 0)
         while True:
             waiter = self._changed
-            while index < len(self._frames):
-                yield self._frames[index]
-                index += 1
-            if self.done:
+            if index < len(self._frames):
+                chunk = self._frames[index:]
+                index += len(chunk)
+                yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+            if self.done and index >= len(self._frames):
                 return
-            await waiter.wait()
+            if index >= len(self._frames):
+                await waiter.wait()

@@ -38,7 +38,9 @@ async def test_invalid_config_names_the_field(
     body = response.json()
     locations = [".".join(e["loc"]) for e in body["errors"]]
     assert any(loc.startswith(f"body.config.{field}") for loc in locations), locations
-    assert body["status"] == 422 and body["title"] and body["type"]
+    assert body["status"] == 422
+    assert body["title"]
+    assert body["type"]
 
 
 async def test_wrong_types_are_422(client: httpx.AsyncClient, alice: dict[str, str]) -> None:

@@ -63,7 +63,9 @@ async def test_archived_agent_is_hidden_from_list_and_refuses_sessions(
     assert response.status_code == 409
 
 
-async def test_other_tenant_gets_404(client: httpx.AsyncClient, alice: dict[str, str], auth_headers: TokenFactory) -> None:
+async def test_other_tenant_gets_404(
+    client: httpx.AsyncClient, alice: dict[str, str], auth_headers: TokenFactory
+) -> None:
     agent = await create_agent(client, alice)
     mallory = auth_headers("other-tenant", "alice", roles=["admin"])
     for method, path in [("GET", ""), ("PATCH", ""), ("DELETE", ""), ("GET", "/versions"), ("GET", "/versions/1")]:

@@ -16,7 +16,8 @@ async def test_text_reply_streams_events_in_order(client: httpx.AsyncClient, ali
     frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers=alice)
     types = [f.event for f in frames]
     assert [f.id for f in frames] == list(range(1, len(frames) + 1))
-    assert types[0] == "turn.started" and types[-1] == "turn.ended"
+    assert types[0] == "turn.started"
+    assert types[-1] == "turn.ended"
     assert "node.started" in types
     deltas = [f.data["text"] for f in frames if f.event == "message.delta"]
     completed = [f.data["text"] for f in frames if f.event == "message.completed"]
@@ -27,5 +28,6 @@ async def test_text_reply_streams_events_in_order(client: httpx.AsyncClient, ali
     assert ended["final_output"] == "Hello there friend"
     assert ended["usage"]["output_tokens"] == 3
     for frame in frames:
-        assert frame.data["seq"] == frame.id and frame.data["type"] == frame.event
+        assert frame.data["seq"] == frame.id
+        assert frame.data["type"] == frame.event
         assert frame.data["turn_id"] == frames[0].data["turn_id"]

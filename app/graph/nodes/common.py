@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from app.governance.policy import Decision
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
+from app.turns.store import DECISIONS, decision_row
 
 Node = Callable[[TurnState, Runtime[TurnContext]], Awaitable[dict[str, Any]]]
 
@@ -36,19 +37,22 @@ def failed(code: str, message: str) -> dict[str, Any]:
     return {"status": "failed", "error": {"code": code, "message": message}}
 
 
-async def record_decision(
+def record_decision(
     ctx: TurnContext, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None
 ) -> None:
-    """Store the receipt, then tell the stream."""
-    await ctx.store.record_decision(
-        ctx.ident,
-        point=decision.point,
-        tool_call_id=tool_call_id,
-        tool_name=tool_name,
-        verdict=decision.verdict,
-        rule_id=decision.rule_id,
-        reason=decision.reason,
-        policy_hash=decision.policy_hash,
+    """Stage the receipt (stored with the turn's next batch, before its end) and tell the stream."""
+    ctx.journal.stage(
+        DECISIONS,
+        decision_row(
+            ctx.ident,
+            point=decision.point,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            verdict=decision.verdict,
+            rule_id=decision.rule_id,
+            reason=decision.reason,
+            policy_hash=decision.policy_hash,
+        ),
     )
     ctx.emit(
         "policy.decision",

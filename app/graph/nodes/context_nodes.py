@@ -33,11 +33,8 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
             turn_start = [ChatMessage(role="user", content=state["input"])]
             prompt = engine_history(assembled) + turn_start + _this_turn(state) + new_messages
             return {"system": engine_system_prompt(assembled), "prompt": prompt}
-    history = state.get("history")
-    if history is None:
-        history = await ctx.store.history(ctx.ident.tenant_id, ctx.ident.session_id)
+    history = state.get("history", [])
     return {
-        "history": history,
         "system": ctx.snapshot.get("system_prompt", ""),
         "prompt": compact(history + new_messages),
     }
@@ -62,7 +59,7 @@ async def validate_prompt(state: TurnState, runtime: Runtime[TurnContext]) -> di
         return {}
     policy = await ctx.governance.current("pre_llm")
     decision = policy if isinstance(policy, Decision) else decide_pre_llm(policy, state["input"])
-    await record_decision(ctx, decision)
+    record_decision(ctx, decision)
     if decision.verdict != "allow":
         return failed("policy_denied", decision.reason or f"denied by policy {decision.rule_id}")
     return {}

@@ -40,7 +40,7 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
             continue
         outcome = await _one_call(ctx, call, loop, humans.get(call.id))
         if isinstance(outcome, Gate):
-            await _request_approvals(ctx, outcome, pending[index + 1 :], loop)
+            await _request_approvals(ctx, outcome, pending[index + 1 :], loop, humans)
             return {"results": results, "status": "interrupted"}
         results[call.id] = outcome
     return {"results": results}
@@ -49,31 +49,32 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
     key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
     policy = await ctx.governance.current("tool")
-    if isinstance(policy, Decision):
-        return await _deny(ctx, call, key, loop, policy)
-    blacklisted = blacklist_decision(policy, call.name)
+    blacklisted = blacklist_decision(policy, call.name) if isinstance(policy, PolicySet) else None
     if blacklisted is not None:
         return await _deny(ctx, call, key, loop, blacklisted)
     stored = await ctx.store.ledger_get(key)
     if stored is not None:
         return stored
+    if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
+        return await _deny(ctx, call, key, loop, policy)
     if human is not None:
         if human["decision"] != "approve":
             reason = human["reason"] or "no reason given"
             return await _settle(ctx, call, key, loop, ToolResult(f"denied by a human: {reason}", is_error=True))
-        call = dataclasses.replace(call, arguments=human["arguments"] or call.arguments)
+        if human["arguments"] is not None:  # edited to {} is an edit too
+            call = dataclasses.replace(call, arguments=human["arguments"])
     elif not ctx.tools.is_mcp(call.name):
         decision = decide_tool(policy, call.name, call.arguments)
         if decision.verdict == "deny":
             return await _deny(ctx, call, key, loop, decision)
-        await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+        record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
         if decision.verdict == "requires_approval":
             return Gate(call, decision)
     return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
 
 
 async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
-    await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+    record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
     return await _settle(ctx, call, key, loop, ToolResult(f"denied by policy: {reason}", is_error=True))
 
@@ -88,8 +89,12 @@ async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result:
     return result
 
 
-async def _request_approvals(ctx: TurnContext, gate: Gate, later: list[ToolCall], loop: int) -> None:
+async def _request_approvals(
+    ctx: TurnContext, gate: Gate, later: list[ToolCall], loop: int, humans: dict[str, HumanDecision]
+) -> None:
     gated = [gate]
+    # a later call a human already decided keeps that decision (and its approval row)
+    later = [call for call in later if call.id not in humans]
     if later:
         policy = await ctx.governance.current("tool")
         if isinstance(policy, PolicySet):
@@ -116,7 +121,7 @@ async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]
             continue
         decision = decide_tool(policy, call.name, call.arguments)
         if decision.verdict == "requires_approval":
-            await record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+            record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
             gates.append(Gate(call, decision))
     return gates
 

@@ -11,6 +11,7 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
+from app.turns.store import MESSAGES, message_row
 
 
 @traced("ingest_result")
@@ -23,7 +24,8 @@ async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict
         )
         for c in pending
     ]
-    await ctx.store.append_messages(ctx.ident, tool_messages)
+    for message in tool_messages:
+        ctx.journal.stage(MESSAGES, message_row(ctx.ident, message))
     await _ingest_into_engine(state, ctx, tool_messages)
     update: dict[str, Any] = {
         "new_messages": [*state.get("new_messages", []), *tool_messages],

@@ -11,6 +11,7 @@ from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolSpec
 from app.tools.mcp_gateway import McpGatewayUnavailable
+from app.turns.store import MESSAGES, USAGE, message_row, usage_row
 
 
 @traced("call_llm")
@@ -27,13 +28,14 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
     ctx.emit("message.completed", {"text": response.text})
     ctx.emit("usage", {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens})
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
-    await ctx.store.record_model_call(
-        ctx.ident,
-        assistant,
-        model=str(ctx.model.get("name") or ctx.model["provider"]),
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
+    model = str(ctx.model.get("name") or ctx.model["provider"])
+    ctx.journal.stage(MESSAGES, message_row(ctx.ident, assistant))
+    ctx.journal.stage(
+        USAGE,
+        usage_row(ctx.ident, model=model, input_tokens=response.input_tokens, output_tokens=response.output_tokens),
     )
+    if response.tool_calls:
+        await ctx.journal.flush()
     return {
         "pending": response.tool_calls,
         "results": {},
