@@ -17,7 +17,8 @@ from app.errors import Forbidden, Unauthorized
 _bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
 
 
-def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> Container:
+    """Async on purpose: FastAPI runs plain `def` dependencies in a worker thread."""
     container: Container = request.app.state.container
     return container
 

@@ -17,8 +17,8 @@ def _group(prefix: str) -> SettingsConfigDict:
 class DbSettings(BaseSettings):
     model_config = _group("DATABASE_")
     url: str = ""
-    pool_size: int = Field(default=20, ge=1)
-    max_overflow: int = Field(default=20, ge=0)
+    pool_size: int = Field(default=40, ge=1)
+    max_overflow: int = Field(default=40, ge=0)
     echo: bool = False
 
 

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, inspect, insert
+from sqlalchemy import Connection, insert, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
@@ -129,7 +129,7 @@ async def _seed_session(conn: Any) -> uuid.UUID:
     ))
     await conn.execute(insert(Session).values(
         id=session_id, tenant_id=tenant, agent_id=agent_id, agent_version=1, owner_sub="alice",
-        snapshot={}, meta={}, status="open", model_calls=0,
+        snapshot={}, meta={}, status="open",
     ))
     return session_id
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select
+from sqlalchemy import Select, and_, select
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
@@ -38,6 +38,17 @@ class AgentVersionRepository(TenantRepository[AgentVersion]):
 
     async def list_for(self, agent_id: uuid.UUID) -> list[AgentVersion]:
         return await self.all(self._of(agent_id).order_by(AgentVersion.version))
+
+    async def pinned(self, agent_id: uuid.UUID, version: int | None) -> tuple[Agent, AgentVersion | None] | None:
+        """The agent with the given version (its current one if None), in one query."""
+        number = version if version is not None else Agent.current_version
+        stmt = (
+            select(Agent, AgentVersion)
+            .outerjoin(AgentVersion, and_(AgentVersion.agent_id == Agent.id, AgentVersion.version == number))
+            .where(Agent.tenant_id == self.tenant_id, Agent.id == agent_id)
+        )
+        row = (await self.session.execute(stmt)).first()
+        return None if row is None else (row[0], row[1])
 
     async def current_for(self, agents: list[Agent]) -> dict[uuid.UUID, AgentVersion]:
         if not agents:

@@ -14,7 +14,7 @@ from app.deps import CurrentPrincipal, SessionDep
 router = APIRouter(prefix="/agents", tags=["agents"], responses=problem_responses(401, 422))
 
 
-def get_service(db: SessionDep, principal: CurrentPrincipal) -> AgentService:
+async def get_service(db: SessionDep, principal: CurrentPrincipal) -> AgentService:
     return AgentService(db, principal)
 
 

@@ -18,7 +18,7 @@ from app.turns.service import TurnService
 router = APIRouter(tags=["approvals"], responses=problem_responses(401, 404, 422))
 
 
-def get_service(container: ContainerDep, principal: CurrentPrincipal) -> ApprovalService:
+async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> ApprovalService:
     return ApprovalService(container, principal)
 
 

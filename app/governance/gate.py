@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 
 async def load_tenant_rules(engine: AsyncEngine, tenant_id: str) -> tuple[PolicyRule, ...]:
+    """One read of the newest version (pass an AUTOCOMMIT engine to spare BEGIN and ROLLBACK)."""
     stmt = (
         select(TenantPolicy.policies)
         .where(TenantPolicy.tenant_id == tenant_id)

@@ -25,6 +25,5 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     snapshot: Mapped[dict[str, Any]]
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
     status: Mapped[str] = mapped_column(String(16), default="open")
-    model_calls: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

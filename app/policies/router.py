@@ -14,16 +14,16 @@ from app.policies.service import PolicyService
 router = APIRouter(tags=["policies"], responses=problem_responses(401, 422))
 
 
-def _service(db: SessionDep, principal: Principal) -> PolicyService:
+async def _service(db: SessionDep, principal: Principal) -> PolicyService:
     return PolicyService(db, principal)
 
 
-def admin_service(db: SessionDep, principal: AdminPrincipal) -> PolicyService:
-    return _service(db, principal)
+async def admin_service(db: SessionDep, principal: AdminPrincipal) -> PolicyService:
+    return await _service(db, principal)
 
 
-def reader_service(db: SessionDep, principal: CurrentPrincipal) -> PolicyService:
-    return _service(db, principal)
+async def reader_service(db: SessionDep, principal: CurrentPrincipal) -> PolicyService:
+    return await _service(db, principal)
 
 
 AdminService = Annotated[PolicyService, Depends(admin_service)]

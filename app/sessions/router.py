@@ -14,7 +14,7 @@ from app.sessions.service import SessionService
 router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
 
 
-def get_service(db: SessionDep, principal: CurrentPrincipal) -> SessionService:
+async def get_service(db: SessionDep, principal: CurrentPrincipal) -> SessionService:
     return SessionService(db, principal)
 
 

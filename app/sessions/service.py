@@ -6,7 +6,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agents.service import AgentService
+from app.agents.repository import AgentVersionRepository
 from app.auth.principal import Principal
 from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
@@ -24,11 +24,16 @@ class SessionService:
         self.messages = MessageRepository(db, principal.tenant_id)
 
     async def create(self, data: schemas.SessionCreate) -> Session:
-        agents = AgentService(self.db, self.principal)
-        agent = await agents.load(data.agent_id)
+        pinned = await AgentVersionRepository(self.db, self.principal.tenant_id).pinned(
+            data.agent_id, data.agent_version
+        )
+        if pinned is None:
+            raise NotFound(f"Agent {data.agent_id} not found")
+        agent, version = pinned
         if agent.archived_at is not None:
             raise Conflict(f"Agent {agent.id} is archived: it takes no new sessions")
-        version = await agents.version(agent.id, data.agent_version or agent.current_version)
+        if version is None:
+            raise NotFound(f"Agent {agent.id} has no version {data.agent_version}")
         return await self.sessions.add(
             Session(
                 id=uuid.uuid4(),

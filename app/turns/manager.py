@@ -119,7 +119,7 @@ class TurnManager:
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
             ),
             governance=Governance(
-                self.engine,
+                self.store.autocommit,
                 tenant_id=run.ident.tenant_id,
                 agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),

@@ -1,4 +1,5 @@
-"""Cross-replica wake-ups: each event flush NOTIFYs, followers of turns run elsewhere LISTEN.
+"""Cross-replica wake-ups: inserts into turn_events NOTIFY (a trigger, migration 0003), and
+followers of turns run elsewhere LISTEN.
 
 A follower whose turn runs in another process replays from `turn_events`; this only tells it
 when to look again, so a lost notification costs at most one poll interval, never an event.
@@ -14,18 +15,10 @@ from collections import defaultdict
 from typing import Any
 
 import asyncpg
-from sqlalchemy import text
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 log = logging.getLogger(__name__)
 CHANNEL = "agent_runtime_turn_events"
-NOTIFY = text("SELECT pg_notify(:channel, :payload)")
-
-
-async def notify(conn: AsyncConnection, turn_id: uuid.UUID) -> None:
-    if conn.dialect.name == "postgresql":
-        await conn.execute(NOTIFY, {"channel": CHANNEL, "payload": str(turn_id)})
 
 
 class EventListener:
@@ -54,13 +47,16 @@ class EventListener:
         for event in self._waiters.get(payload, ()):
             event.set()
 
-    async def wait(self, turn_id: uuid.UUID, timeout: float) -> None:
+    async def wait(self, turn_id: uuid.UUID, timeout: float) -> bool:
+        """True when a notification for the turn arrived, False when `timeout` passed first."""
         key = str(turn_id)
         event = asyncio.Event()
         self._waiters[key].add(event)
         try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout)
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
         finally:
             self._waiters[key].discard(event)
             if not self._waiters[key]:

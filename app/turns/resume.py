@@ -29,7 +29,6 @@ async def resume_run(
         max_loops=turn.max_loops,
         max_output_tokens=turn.max_output_tokens,
         last_seq=last_seq,
-        model_calls=session.model_calls,
         loop_count=turn.loop_count,
         input_tokens=turn.input_tokens,
         output_tokens=turn.output_tokens,

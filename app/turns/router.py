@@ -17,7 +17,7 @@ from app.turns.service import TurnService
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
 
 
-def get_service(container: ContainerDep, principal: CurrentPrincipal) -> TurnService:
+async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> TurnService:
     return TurnService(container, principal)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,6 @@ class TurnRun:
     max_loops: int
     max_output_tokens: int
     last_seq: int = 0
-    model_calls: int = 0
     loop_count: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -45,7 +46,7 @@ class TurnRun:
             "max_loops": self.max_loops,
             "max_output_tokens": self.max_output_tokens,
             "loop_count": self.loop_count,
-            "model_calls": self.model_calls,
+            "model_calls": sum(1 for m in self.history if m.role == "assistant"),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "history": self.history,
@@ -89,8 +90,20 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
     except Exception as exc:
         log.exception("turn %s failed", run.ident.turn_id)
         outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
-    status: str = await settle(store, stream, run, last, outcome)
-    return status
+    return await _despite_cancel(settle(store, stream, run, last, outcome))
+
+
+async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
+    """Run the settlement to its end even if cancelled again (a second cancel, a shutdown).
+
+    The outcome is decided by now; cut short, the turn would stay `running` and its stream would
+    end without `turn.ended`.
+    """
+    task = asyncio.ensure_future(settling)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    return task.result()
 
 
 def _outcome(state: TurnState) -> dict[str, Any]:
@@ -121,7 +134,7 @@ async def settle(store: TurnStore, stream: TurnStream, run: TurnRun, state: Turn
         "status": status, "final_output": final_output, "usage": usage, "loop_count": values["loop_count"],
         "error": outcome["error"],
     }  # fmt: skip
-    settle_row = settle_turn(run.ident, values, model_calls=state.get("model_calls"))
+    settle_row = settle_turn(run.ident, values)
     if await stream.end("turn.ended", ended, settle_row):
         return status
     stored = await store.current_status(run.ident.turn_id)

@@ -82,7 +82,6 @@ class TurnService:
             history=await load_history(db, ident.tenant_id, session.id),
             max_loops=max_loops,
             max_output_tokens=budget,
-            model_calls=session.model_calls,
         )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:

@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.models import Approval, AuditRecord, Message, PolicyDecision, Session, ToolExecution, Turn, TurnEvent, Usage
+from app.models import Approval, AuditRecord, Message, PolicyDecision, ToolExecution, Turn, TurnEvent, Usage
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
 from app.tools.base import ToolResult
@@ -90,8 +90,8 @@ async def load_history(conn: Any, tenant_id: str, session_id: uuid.UUID) -> list
     return [chat_message(r) for r in await conn.execute(history_statement(tenant_id, session_id))]
 
 
-def settle_turn(ident: TurnIdentity, values: dict[str, Any], *, model_calls: int | None) -> Any:
-    """The settle step of a turn's last write: leave `running` (never overwrite a cancel) and count calls."""
+def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Any:
+    """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
 
     async def settle(conn: AsyncConnection) -> bool:
         moved = await conn.execute(
@@ -100,11 +100,7 @@ def settle_turn(ident: TurnIdentity, values: dict[str, Any], *, model_calls: int
             .values(**values, updated_at=utcnow())
             .returning(Turn.id)
         )
-        if moved.first() is None:
-            return False
-        if model_calls is not None:
-            await conn.execute(update(Session).where(Session.id == ident.session_id).values(model_calls=model_calls))
-        return True
+        return moved.first() is not None
 
     return settle
 

@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.sse import encode_frame
 from app.models import TurnEvent
 from app.models.base import utcnow
-from app.turns.notify import notify
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.05
@@ -112,9 +111,6 @@ async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[st
         by_table.setdefault(table, []).append(row)
     for table, batch in by_table.items():
         await conn.execute(insert(table), batch)
-    events = by_table.get(EVENTS)
-    if events:
-        await notify(conn, events[0]["turn_id"])
 
 
 class TurnStream:

@@ -43,9 +43,11 @@ async def test_batch_interrupts_at_gated_call_after_running_the_allowed_one(
     required = [f for f in frames if f.event == "approval.required"]
     assert [r.data["name"] for r in required] == ["calculator"]
     assert required[0].data["arguments"] == {"expression": "6*7"}
-    assert frames[-1].event == "turn.ended" and frames[-1].data["status"] == "interrupted"
+    assert frames[-1].event == "turn.ended"
+    assert frames[-1].data["status"] == "interrupted"
     approval = (await client.get(f"/approvals/{required[0].data['approval_id']}", headers=alice)).json()
-    assert approval["status"] == "pending" and approval["name"] == "calculator"
+    assert approval["status"] == "pending"
+    assert approval["name"] == "calculator"
     assert len(approval["arguments_hash"]) == 64
 
 
@@ -74,7 +76,8 @@ async def test_decision_after_restart_resumes_at_the_gated_call(
         assert resumed[-1].data["final_output"] == "all done"
         messages = (await client.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
         tool_results = [m["content"] for m in messages if m["role"] == "tool"]
-        assert tool_results[0] == "A" and tool_results[2] == "C"
+        assert tool_results[0] == "A"
+        assert tool_results[2] == "C"
         assert len(tool_results) == 3
         turn = (await client.get(f"/turns/{turn_id}", headers=alice)).json()
         assert turn["status"] == "completed"

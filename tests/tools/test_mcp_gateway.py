@@ -3,51 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 from app.providers.base import ToolSpec
 from app.tools.ledger_keys import idempotency_key
 from app.tools.mcp_gateway import McpGatewayClient, McpGatewayUnavailable, filter_tools
+from tests.mcp_server import Gateway, dead_port, serve_gateway
 
 TOKEN = "gateway-token-abc.def.ghi"
 BAD_TOKEN = "rejected-token-xyz.uvw"
 TEAM = "eng"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-@dataclass
-class Seen:
-    http_method: str
-    rpc_method: str | None
-    authorization: str | None
-    idempotency_key: str | None
-    client_port: int | None
-
-
-@dataclass
-class Gateway:
-    url: str
-    requests: list[Seen] = field(default_factory=list)
-    calls: list[tuple[str, str | None]] = field(default_factory=list)
-
-    def rpc(self, method: str) -> list[Seen]:
-        return [r for r in self.requests if r.rpc_method == method]
 
 
 def build_mcp_server(gateway: Gateway) -> MCPServer:
@@ -75,105 +44,9 @@ def build_mcp_server(gateway: Gateway) -> MCPServer:
     return server
 
 
-class Recorder:
-    """ASGI wrapper: records each request, refuses a bad bearer, and can play a pre-2026 gateway."""
-
-    def __init__(self, app: Asgi, gateway: Gateway, *, legacy_only: bool) -> None:
-        self.app, self.gateway, self.legacy_only = app, gateway, legacy_only
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        body = await _read_body(receive)
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        seen = Seen(
-            scope["method"],
-            _rpc_method(body),
-            headers.get("authorization"),
-            headers.get("x-idempotency-key"),
-            (scope.get("client") or (None, None))[1],
-        )
-        self.gateway.requests.append(seen)
-        if seen.authorization == f"Bearer {BAD_TOKEN}":
-            await _respond(send, 401, b"invalid token " + BAD_TOKEN.encode(), "text/plain")
-            return
-        if self.legacy_only and seen.rpc_method == "server/discover":
-            error = {
-                "jsonrpc": "2.0",
-                "id": json.loads(body)["id"],
-                "error": {"code": -32601, "message": "nope"},
-            }
-            await _respond(send, 200, json.dumps(error).encode(), "application/json")
-            return
-        await self.app(scope, _replay(body, receive), send)
-
-
-async def _read_body(receive: Receive) -> bytes:
-    body, more = b"", True
-    while more:
-        message = await receive()
-        body += message.get("body", b"")
-        more = message.get("more_body", False)
-    return body
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
-
-
-def _rpc_method(body: bytes) -> str | None:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    return data.get("method") if isinstance(data, dict) else None
-
-
-async def _respond(send: Send, status: int, body: bytes, content_type: str) -> None:
-    headers = [(b"content-type", content_type.encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-@dataclass
-class RunningServer:
-    server: uvicorn.Server
-    thread: threading.Thread
-
-
-def _serve(app: Asgi) -> tuple[RunningServer, int]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test MCP server did not start")
-        time.sleep(0.01)
-    return RunningServer(server, thread), port
-
-
 def _gateway(*, legacy_only: bool) -> Iterator[Gateway]:
-    gateway = Gateway(url="")
-    app = build_mcp_server(gateway).streamable_http_app(streamable_http_path=f"/mcp/team/{TEAM}")
-    running, port = _serve(Recorder(app, gateway, legacy_only=legacy_only))
-    gateway.url = f"http://127.0.0.1:{port}"
-    yield gateway
-    running.server.should_exit = True
-    running.thread.join(timeout=10)
+    with serve_gateway(build_mcp_server, team=TEAM, legacy_only=legacy_only, rejected_bearer=BAD_TOKEN) as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="module")
@@ -189,8 +62,7 @@ def legacy_gateway() -> Iterator[Gateway]:
 @pytest.fixture(params=["modern", "legacy"])
 def gateway(request: pytest.FixtureRequest) -> Gateway:
     chosen: Gateway = request.getfixturevalue(f"{request.param}_gateway")
-    chosen.requests.clear()
-    chosen.calls.clear()
+    chosen.clear()
     return chosen
 
 
@@ -199,12 +71,6 @@ async def client(gateway: Gateway) -> AsyncIterator[McpGatewayClient]:
     mcp = McpGatewayClient(gateway.url, timeout=1.0)
     yield mcp
     await mcp.aclose()
-
-
-def _dead_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_list_tools_returns_the_gateway_tools_verbatim(client: McpGatewayClient) -> None:
@@ -327,7 +193,7 @@ async def test_modern_gateway_reuses_one_connection(modern_gateway: Gateway) -> 
 
 
 async def test_a_dead_gateway_fails_discovery_and_calls() -> None:
-    mcp = McpGatewayClient(f"http://127.0.0.1:{_dead_port()}", timeout=1.0)
+    mcp = McpGatewayClient(f"http://127.0.0.1:{dead_port()}", timeout=1.0)
     try:
         with pytest.raises(McpGatewayUnavailable, match="unreachable"):
             await mcp.list_tools(TOKEN, TEAM)

@@ -1,0 +1,56 @@
+"""A throw-away PostgreSQL database for one bench run: created, migrated, dropped at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def admin_url_from_env() -> str:
+    return os.environ.get("BENCH_PG_URL") or os.environ.get("TEST_DATABASE_URL") or DEFAULT_ADMIN_URL
+
+
+class BenchDatabase:
+    def __init__(self, admin_url: str) -> None:
+        url = make_url(admin_url)
+        self.name = f"bench_{os.getpid()}_{secrets.token_hex(3)}"
+        self._admin_dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.url = url.set(drivername="postgresql+asyncpg", database=self.name).render_as_string(hide_password=False)
+        self.created = False
+
+    async def _admin(self, sql: str) -> None:
+        conn = await asyncpg.connect(self._admin_dsn, timeout=10)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    async def headroom(self) -> tuple[int, int]:
+        """(max_connections, connections in use now) of the PostgreSQL server."""
+        conn = await asyncpg.connect(self._admin_dsn, timeout=10)
+        try:
+            limit = int(await conn.fetchval("SHOW max_connections"))
+            used = int(await conn.fetchval("SELECT count(*) FROM pg_stat_activity"))
+        finally:
+            await conn.close()
+        return limit, used
+
+    async def create(self) -> None:
+        await self._admin(f'CREATE DATABASE "{self.name}"')
+        self.created = True
+
+    async def migrate(self) -> None:
+        from app.core.migrate import upgrade_head
+
+        await asyncio.to_thread(upgrade_head, self.url)
+
+    async def drop(self) -> None:
+        if self.created:
+            await self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            self.created = False

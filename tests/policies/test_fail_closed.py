@@ -1,0 +1,77 @@
+"""A policy set that cannot be read or evaluated denies: tool calls and whole turns alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.approvals.helpers import (
+    A,
+    B,
+    C,
+    approval_ids,
+    decide,
+    ended,
+    events,
+    gated_config,
+    ledger,
+    put_raw_tenant_policies,
+    receipts,
+    run_turn,
+    turn_id,
+    usage_rows,
+)
+from tests.factories import scripted_config
+
+INVALID_SETS: list[Any] = [
+    [{"id": "broken", "point": "tool", "verdict": "deny"}],
+    [{"id": "broken", "point": "pre_llm", "verdict": "deny", "input_regex": "("}],
+    {"not": "a list"},
+]
+
+
+@pytest.mark.parametrize("invalid", INVALID_SETS, ids=["missing-tool", "bad-regex", "not-a-list"])
+async def test_unreadable_tenant_policies_deny_tool_calls(
+    client: httpx.AsyncClient, sql: AsyncEngine, tenant: str, alice: dict[str, str], invalid: Any
+) -> None:
+    _, frames = await run_turn(client, alice, gated_config())
+    await put_raw_tenant_policies(sql, tenant, invalid)
+    resumed = await decide(client, alice, approval_ids(frames)[0])
+    completed = {e["tool_call_id"]: e for e in events(resumed, "tool_call.completed")}
+    assert set(completed) == {B, C}
+    for call in (B, C):
+        assert completed[call]["is_error"] is True
+        assert completed[call]["result"].startswith("denied by policy: policy engine error")
+    decided = {e["tool_call_id"]: (e["verdict"], e["rule_id"]) for e in events(resumed, "policy.decision")}
+    assert decided == {B: ("deny", "engine_error"), C: ("deny", "engine_error")}
+    assert ended(resumed)["status"] == "completed"
+    assert {r.tool_call_id: r.result for r in await ledger(sql, turn_id(frames))}[A] == "A"
+
+
+async def test_engine_error_does_not_rejudge_a_call_that_already_ran(
+    client: httpx.AsyncClient, sql: AsyncEngine, tenant: str, alice: dict[str, str]
+) -> None:
+    _, frames = await run_turn(client, alice, gated_config())
+    await put_raw_tenant_policies(sql, tenant, INVALID_SETS[0])
+    await decide(client, alice, approval_ids(frames)[0])
+    verdicts_for_a = [(r.verdict, r.rule_id) for r in await receipts(sql, turn_id(frames)) if r.tool_call_id == A]
+    assert verdicts_for_a == [("allow", None)]
+
+
+async def test_unreadable_tenant_policies_fail_the_turn_before_the_model(
+    client: httpx.AsyncClient, sql: AsyncEngine, tenant: str, alice: dict[str, str]
+) -> None:
+    await put_raw_tenant_policies(sql, tenant, INVALID_SETS[0])
+    session, frames = await run_turn(client, alice, scripted_config({"text": "never said"}))
+    assert ended(frames)["status"] == "failed"
+    assert ended(frames)["error"]["code"] == "policy_denied"
+    decision = events(frames, "policy.decision")
+    assert [(d["point"], d["verdict"], d["rule_id"]) for d in decision] == [("pre_llm", "deny", "engine_error")]
+    assert events(frames, "message.delta") == []
+    assert events(frames, "usage") == []
+    assert await usage_rows(sql, turn_id(frames)) == 0
+    messages = (await client.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
+    assert [m["role"] for m in messages] == ["user"]

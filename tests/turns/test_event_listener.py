@@ -1,0 +1,41 @@
+"""The NOTIFY trigger on turn_events wakes listeners in other processes."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import insert
+from sqlalchemy.engine import make_url
+
+from app.models import TurnEvent
+from app.models.base import utcnow
+from app.turns.notify import EventListener
+from tests.factories import create_agent, create_session
+from tests.sse import read_turn
+
+
+async def test_an_inserted_event_notifies_a_listener_of_its_turn(
+    app: FastAPI, client: httpx.AsyncClient, alice: dict[str, str], tenant: str, database_url: str
+) -> None:
+    agent = await create_agent(client, alice)
+    session = await create_session(client, alice, agent["id"])
+    url = f"/sessions/{session['id']}/turns"
+    frames = await read_turn(client, "POST", url, json={"input": "hi"}, headers=alice)
+    turn_id = uuid.UUID(frames[0].data["turn_id"])
+    listener = EventListener(make_url(database_url))
+    await listener.start()
+    try:
+        woke = asyncio.create_task(listener.wait(turn_id, timeout=10))
+        unrelated = asyncio.create_task(listener.wait(uuid.uuid4(), timeout=0.5))
+        await asyncio.sleep(0.1)
+        row = {"turn_id": turn_id, "seq": frames[-1].id + 1, "tenant_id": tenant, "type": "node.started",
+               "data": "{}", "created_at": utcnow()}
+        async with app.state.container.engine.begin() as conn:
+            await conn.execute(insert(TurnEvent).values(**row))
+        assert await woke is True
+        assert await unrelated is False
+    finally:
+        await listener.close()

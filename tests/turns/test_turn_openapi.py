@@ -1,0 +1,76 @@
+"""The SSE operations publish typed events: text/event-stream with the TurnEvent union under components."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+
+EVENT_REF = "#/components/schemas/TurnEvent"
+SSE = "text/event-stream"
+
+
+@pytest.fixture(scope="module")
+def spec(settings: Settings) -> dict[str, Any]:
+    from app.main import create_app
+
+    return create_app(settings).openapi()
+
+
+def _ok_content(spec: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    content: dict[str, Any] = spec["paths"][path][method]["responses"]["200"]["content"]
+    return content
+
+
+@pytest.mark.parametrize(
+    ("path", "method"), [("/sessions/{session_id}/turns", "post"), ("/turns/{turn_id}/events", "get")]
+)
+def test_sse_operations_document_event_stream_with_the_turn_event_union(
+    spec: dict[str, Any], path: str, method: str
+) -> None:
+    assert _ok_content(spec, path, method)[SSE]["schema"] == {"$ref": EVENT_REF}
+
+
+def test_create_turn_also_documents_the_finished_turn_as_json(spec: dict[str, Any]) -> None:
+    content = _ok_content(spec, "/sessions/{session_id}/turns", "post")
+    assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/Turn"}
+
+
+def test_event_replay_documents_only_the_event_stream(spec: dict[str, Any]) -> None:
+    assert set(_ok_content(spec, "/turns/{turn_id}/events", "get")) == {SSE}
+
+
+def test_turn_event_is_a_union_discriminated_on_type(spec: dict[str, Any]) -> None:
+    schemas = spec["components"]["schemas"]
+    union = schemas["TurnEvent"]
+    assert union["discriminator"]["propertyName"] == "type"
+    refs = {item["$ref"] for item in union["oneOf"]}
+    mapping = union["discriminator"]["mapping"]
+    assert set(mapping.values()) == refs
+    assert mapping["turn.ended"] == "#/components/schemas/TurnEnded"
+    assert mapping["message.delta"] == "#/components/schemas/MessageDelta"
+    for ref in refs:
+        assert ref.removeprefix("#/components/schemas/") in schemas, ref
+
+
+def test_every_design_event_type_is_in_the_union(spec: dict[str, Any]) -> None:
+    mapping = spec["components"]["schemas"]["TurnEvent"]["discriminator"]["mapping"]
+    assert set(mapping) == {
+        "turn.started", "node.started", "node.ended", "message.delta", "message.completed",
+        "tool_call.requested", "policy.decision", "tool_call.completed", "approval.required",
+        "context.degraded", "usage", "turn.ended",
+    }
+
+
+def test_event_schemas_require_the_common_fields_and_their_own(spec: dict[str, Any]) -> None:
+    schemas = spec["components"]["schemas"]
+    ended = schemas["TurnEnded"]
+    assert {"turn_id", "seq", "type", "status", "final_output", "usage", "loop_count", "error"} <= set(
+        ended["required"]
+    )
+    assert ended["properties"]["type"].get("const") == "turn.ended"
+    delta = schemas["MessageDelta"]
+    assert {"turn_id", "seq", "type", "text"} <= set(delta["required"])
+    assert "$ref" in str(ended["properties"]["usage"])
