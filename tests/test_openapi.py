@@ -156,10 +156,6 @@ async def test_readyz_is_503_problem_when_the_database_goes_away(database_url: s
         assert (await client.get("/readyz")).status_code == 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.main lifespan awaits TurnManager.recover(), which queries the database at start-up",
-)
 async def test_service_starts_and_reports_unready_without_a_database(tmp_path: Path) -> None:
     async with running_app(make_settings(UNREACHABLE_DB, tmp_path)) as (_, client):
         assert (await client.get("/healthz")).status_code == 200

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.signing import SigningKeys, TurnCredentials
@@ -211,9 +212,17 @@ class TurnManager:
         return True
 
     async def recover(self) -> int:
-        """Turns left `running` by a process that died are failed with `server_restarted`."""
-        async with self.engine.connect() as conn:
-            ids = list((await conn.execute(select(Turn.id).where(Turn.status == "running"))).scalars())
+        """Turns left `running` by a process that died are failed with `server_restarted`.
+
+        A database that is down at start-up must not stop the service (readiness reports it), so a
+        failed recovery is logged and skipped.
+        """
+        try:
+            async with self.store.autocommit.connect() as conn:
+                ids = list((await conn.execute(select(Turn.id).where(Turn.status == "running"))).scalars())
+        except (OSError, SQLAlchemyError) as exc:
+            log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
+            return 0
         error = {"code": "server_restarted", "message": "the service restarted while this turn was running"}
         ended = 0
         for turn_id in ids:
