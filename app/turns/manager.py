@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,6 +30,8 @@ from app.turns.stream import TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
+RECOVERY_SEQ_GAP = 10_000
+"""Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 
 
 @dataclass(slots=True)
@@ -162,53 +164,38 @@ class TurnManager:
                 await entry.task
 
     async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool:
-        """End a running or interrupted turn that no task of this process runs (a crash, a cancel)."""
+        """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
+
+        A turn that was `running` may have streamed events its dead run never stored, so its
+        closing event skips ahead: sequence numbers are never reused, even after a crash.
+        """
         async with self.engine.begin() as conn:
+            before = await conn.scalar(select(Turn.status).where(Turn.id == turn_id).with_for_update())
+            if before not in ("running", "interrupted"):
+                return False
+            last = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == turn_id))
+            seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
             row = (
                 await conn.execute(
                     update(Turn)
-                    .where(Turn.id == turn_id, Turn.status.in_(("running", "interrupted")))
-                    .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow())
-                    .returning(
-                        Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count
-                    )
+                    .where(Turn.id == turn_id)
+                    .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
+                    .returning(Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens,
+                               Turn.loop_count)
                 )
-            ).first()
-            if row is None:
-                return False
-            seq = (
-                int(
-                    await conn.scalar(
-                        select(TurnEvent.seq)
-                        .where(TurnEvent.turn_id == turn_id)
-                        .order_by(TurnEvent.seq.desc())
-                        .limit(1)
-                    )
-                    or 0
-                )
-                + 1
-            )
+            ).one()
             data = {
-                "turn_id": str(turn_id),
-                "seq": seq,
-                "type": "turn.ended",
-                "status": status,
+                "turn_id": str(turn_id), "seq": seq, "type": "turn.ended", "status": status,
                 "final_output": row.final_output,
                 "usage": {"input_tokens": row.input_tokens, "output_tokens": row.output_tokens},
-                "loop_count": row.loop_count,
-                "error": error,
-            }
+                "loop_count": row.loop_count, "error": error,
+            }  # fmt: skip
             await conn.execute(
                 insert(TurnEvent).values(
-                    turn_id=turn_id,
-                    seq=seq,
-                    tenant_id=row.tenant_id,
-                    type="turn.ended",
-                    data=orjson.dumps(data).decode(),
-                    created_at=utcnow(),
+                    turn_id=turn_id, seq=seq, tenant_id=row.tenant_id, type="turn.ended",
+                    data=orjson.dumps(data).decode(), created_at=utcnow(),
                 )
             )
-            await conn.execute(update(Turn).where(Turn.id == turn_id).values(last_seq=seq))
         return True
 
     async def recover(self) -> int:

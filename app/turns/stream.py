@@ -23,7 +23,11 @@ from app.models import TurnEvent
 from app.models.base import utcnow
 
 log = logging.getLogger(__name__)
-FLUSH_INTERVAL_SECONDS = 0.05
+FLUSH_INTERVAL_SECONDS = 0.2
+"""How long rows wait to share a write. Followers in this process never wait for it (they read the
+in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
+this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
+SINGLE_STATEMENT_ROWS = 1000
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
@@ -39,6 +43,7 @@ class TurnWriter:
 
     def __init__(self, engine: AsyncEngine, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
         self._engine = engine
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._interval = interval
         self._rows: list[tuple[Table, dict[str, Any]]] = []
         self._lock = asyncio.Lock()
@@ -79,6 +84,10 @@ class TurnWriter:
         if not rows and settle is None:
             return True
         try:
+            if settle is None and _single_statement(rows):
+                async with self._autocommit.connect() as conn:
+                    await conn.execute(insert(rows[0][0]), [row for _, row in rows])
+                return True
             async with self._engine.begin() as conn:
                 settled = settle is None or await settle(conn)
                 if settled and final is not None:
@@ -103,6 +112,11 @@ class TurnWriter:
                 await self._locked_write(None)
             except Exception:
                 log.exception("turn flush failed; retrying at the next flush")
+
+
+def _single_statement(rows: list[tuple[Table, dict[str, Any]]]) -> bool:
+    """Rows of one table that one INSERT writes atomically need no BEGIN and COMMIT around it."""
+    return len(rows) <= SINGLE_STATEMENT_ROWS and all(table is rows[0][0] for table, _ in rows)
 
 
 async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[str, Any]]]) -> None:

@@ -160,3 +160,14 @@ async def test_a_turn_of_another_tenant_is_404_problem(
     _assert_problem(await client.get(f"/turns/{turn_id}", headers=mallory), 404)
     _assert_problem(await client.get(f"/turns/{turn_id}/events", headers=mallory), 404)
     _assert_problem(await client.post(f"/turns/{turn_id}/cancel", headers=mallory), 404)
+
+
+async def test_malformed_json_body_and_wrong_method_are_problems(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    session = await scripted_session(client, alice)
+    url = f"/sessions/{session['id']}/turns"
+    malformed = await client.post(url, content=b"{not json", headers={**alice, "Content-Type": "application/json"})
+    _assert_problem(malformed, 422)
+    _assert_problem(await client.get(f"/turns/{uuid.uuid4()}/cancel", headers=alice), 405)
+    _assert_problem(await client.post("/turns/not-a-uuid/cancel", headers=alice), 422)

@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import httpx
+import pytest
 
 from tests.sse import read_turn
 from tests.turns.support import (
@@ -197,3 +198,18 @@ async def test_two_simultaneous_starts_on_one_session_admit_exactly_one(
     finally:
         for response in responses:
             await response.aclose()
+
+
+async def test_json_client_that_gives_up_leaves_the_turn_running_to_completion(
+    live_client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    # The turn sleeps 59 x 20 ms between its words, so it cannot answer within the 0.3 s read timeout.
+    session = await slow_session(live_client, alice, text=SHORT_TEXT, delay_ms=20)
+    headers = {**alice, "Accept": "application/json"}
+    with pytest.raises(httpx.ReadTimeout):
+        await live_client.post(_turns_url(session), json={"input": "talk"}, headers=headers, timeout=0.3)
+    listed = (await live_client.get(_turns_url(session), headers=alice)).json()["items"]
+    assert len(listed) == 1
+    turn = await wait_for_status(live_client, alice, listed[0]["id"])
+    assert turn["status"] == "completed"
+    assert turn["final_output"] == SHORT_TEXT

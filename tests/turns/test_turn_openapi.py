@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from app.settings import Settings
+from app.turns.events import TURN_EVENT_ADAPTER
+from tests.sse import read_turn
+from tests.turns.support import scripted_session
 
 EVENT_REF = "#/components/schemas/TurnEvent"
 SSE = "text/event-stream"
@@ -74,3 +78,19 @@ def test_event_schemas_require_the_common_fields_and_their_own(spec: dict[str, A
     delta = schemas["MessageDelta"]
     assert {"turn_id", "seq", "type", "text"} <= set(delta["required"])
     assert "$ref" in str(ended["properties"]["usage"])
+
+
+async def test_every_streamed_event_validates_against_the_published_union(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    calc = {"text": "let me see", "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]}
+    session = await scripted_session(client, alice, calc, {"text": "4"})
+    frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "x"}, headers=alice)
+    for frame in frames:
+        event = TURN_EVENT_ADAPTER.validate_python(frame.data)
+        assert event.type == frame.event
+        assert event.seq == frame.id
+    assert {f.event for f in frames} >= {
+        "turn.started", "node.started", "node.ended", "message.delta", "message.completed", "usage",
+        "tool_call.requested", "policy.decision", "tool_call.completed", "turn.ended",
+    }
