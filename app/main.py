@@ -89,7 +89,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         listener=listener,
     )
     app.state.container = container
-    await container.turns.recover()
+    await container.turns.start()
     try:
         yield
     finally:

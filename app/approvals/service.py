@@ -120,7 +120,7 @@ class ApprovalService:
         claimed = await db.execute(
             update(Turn)
             .where(Turn.id == turn.id, Turn.status == "interrupted")
-            .values(status="running", resumed_by=approval_id, updated_at=utcnow())
+            .values(status="running", resumed_by=approval_id, runner_id=self.manager.runner_id, updated_at=utcnow())
             .returning(Turn.id)
         )
         if claimed.first() is None:

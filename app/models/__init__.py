@@ -7,6 +7,7 @@ from app.models.audit_record import AuditRecord
 from app.models.base import Base
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
+from app.models.runner import Runner
 from app.models.session import Session
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
@@ -23,6 +24,7 @@ __all__ = [
     "Base",
     "Message",
     "PolicyDecision",
+    "Runner",
     "Session",
     "TenantPolicy",
     "ToolExecution",

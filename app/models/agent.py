@@ -3,10 +3,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import DateTime, Index, Integer, String, Text
+from sqlalchemy import Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, utcnow
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 
 class Agent(IdMixin, TenantMixin, CreatedMixin, Base):
@@ -17,8 +17,8 @@ class Agent(IdMixin, TenantMixin, CreatedMixin, Base):
     description: Mapped[str | None] = mapped_column(Text)
     current_version: Mapped[int] = mapped_column(Integer, default=1)
     created_by: Mapped[str] = mapped_column(String(256))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
+    archived_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
     @property
     def agent_id(self) -> uuid.UUID:

@@ -4,10 +4,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime
 
 
 class Approval(IdMixin, TenantMixin, CreatedMixin, Base):
@@ -34,4 +34,4 @@ class Approval(IdMixin, TenantMixin, CreatedMixin, Base):
     decision_reason: Mapped[str | None] = mapped_column(Text)
     edited_arguments: Mapped[dict[str, Any] | None]
     decided_by: Mapped[str | None] = mapped_column(String(256))
-    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

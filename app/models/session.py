@@ -4,10 +4,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String
+from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, utcnow
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 
 class Session(IdMixin, TenantMixin, CreatedMixin, Base):
@@ -25,5 +25,5 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     snapshot: Mapped[dict[str, Any]]
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
     status: Mapped[str] = mapped_column(String(16), default="open")
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

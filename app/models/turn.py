@@ -4,10 +4,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, Uuid, text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, Uuid, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, utcnow
+from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 ACTIVE_STATUSES = ("running", "interrupted")
 _ACTIVE_WHERE = text("status IN ('running', 'interrupted')")
@@ -40,5 +40,7 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    runner_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    """The process running the turn now; its heartbeat in `runners` is the lease (see turns.lease)."""
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

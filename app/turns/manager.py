@@ -23,6 +23,7 @@ from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
+from app.turns.lease import RunnerLease, orphaned_turns
 from app.turns.notify import EventListener
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
@@ -68,6 +69,15 @@ class TurnManager:
         self.providers = providers
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
+        self.lease = RunnerLease(engine, self.recover)
+
+    @property
+    def runner_id(self) -> uuid.UUID:
+        return self.lease.runner_id
+
+    async def start(self) -> None:
+        """Register this process and end the turns of processes that died."""
+        await self.lease.start()
 
     def live(self, turn_id: uuid.UUID) -> TurnStream | None:
         entry = self._live.get(turn_id)
@@ -162,6 +172,7 @@ class TurnManager:
         for entry in entries:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await entry.task
+        await self.lease.stop()
 
     async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool:
         """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
@@ -199,14 +210,14 @@ class TurnManager:
         return True
 
     async def recover(self) -> int:
-        """Turns left `running` by a process that died are failed with `server_restarted`.
+        """Turns left `running` by a process that died (its lease lapsed) are failed with `server_restarted`.
 
-        A database that is down at start-up must not stop the service (readiness reports it), so a
-        failed recovery is logged and skipped.
+        A database that is down must not stop the service (readiness reports it), so a failed
+        recovery is logged and skipped; the next sweep tries again.
         """
         try:
             async with self.store.autocommit.connect() as conn:
-                ids = list((await conn.execute(select(Turn.id).where(Turn.status == "running"))).scalars())
+                ids = list((await conn.execute(orphaned_turns())).scalars())
         except (OSError, SQLAlchemyError) as exc:
             log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
             return 0

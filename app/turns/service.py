@@ -70,6 +70,7 @@ class TurnService:
         await db.execute(insert(Turn).values(
             id=ident.turn_id, tenant_id=ident.tenant_id, session_id=session.id, status="running", input=body.input,
             max_loops=max_loops, max_output_tokens=budget, owner_sub=session.owner_sub, input_tokens=0,
+            runner_id=self.manager.runner_id,
             output_tokens=0, loop_count=0, last_seq=0, created_at=now, updated_at=now,
         ))  # fmt: skip
         await db.execute(insert(Message).values(message_row(ident, ChatMessage(role="user", content=body.input))))
