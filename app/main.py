@@ -69,7 +69,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.anthropic.timeout_seconds,
         settings.anthropic.max_retries,
     )
-    signing = await asyncio.to_thread(SigningKeys.load_or_create, settings.signing.key_file, settings.data_dir)
+    signing = await asyncio.to_thread(
+        SigningKeys.load_or_create,
+        settings.signing.key_file,
+        settings.data_dir,
+        settings.signing.extra_public_key_files,
+    )
     outbound = Outbound(
         signing=signing,
         issuer=settings.signing.issuer,

@@ -39,7 +39,16 @@ class SigningSettings(BaseSettings):
 
     model_config = _group("SIGNING_")
     key_file: Path | None = None
+    extra_public_key_files: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    """Comma-separated PEM files still published in the JWKS (keys being rotated out or in)."""
     issuer: str = "agent-runtime"
+
+    @field_validator("extra_public_key_files", mode="before")
+    @classmethod
+    def _split_paths(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
     token_ttl_seconds: int = Field(default=300, ge=10, le=300)
 
 

@@ -10,6 +10,7 @@ from app.core.problems import problem_responses
 from app.deps import CurrentPrincipal, SessionDep
 from app.sessions import schemas
 from app.sessions.service import SessionService
+from app.turns.router import TurnServiceDep
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
 
@@ -60,8 +61,9 @@ async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Sessio
     "/{session_id}", operation_id="closeSession", status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404),
 )
-async def close_session(session_id: uuid.UUID, service: Service) -> Response:
-    await service.close(session_id)
+async def close_session(session_id: uuid.UUID, turns: TurnServiceDep) -> Response:
+    """Close the session: it takes no new turns, and a turn still active in it is cancelled."""
+    await turns.close_session(session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -22,6 +22,7 @@ async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> T
 
 
 Service = Annotated[TurnService, Depends(get_service)]
+TurnServiceDep = Service
 TURN_RESPONSES = {**SSE_RESPONSE, 200: {**SSE_RESPONSE[200]}}
 TURN_RESPONSES[200]["content"] = {
     **SSE_RESPONSE[200]["content"],

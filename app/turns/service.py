@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
@@ -118,6 +119,15 @@ class TurnService:
         async with self._uow() as db:
             await expire_pending_approvals(db, turn_id)
         return await self.get(turn_id)
+
+    async def close_session(self, session_id: uuid.UUID) -> None:
+        """Close a session; a turn still running or waiting for approvals in it is cancelled."""
+        async with self._uow() as db:
+            await SessionService(db, self.principal).close(session_id)
+            active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
+        if active is not None:
+            with contextlib.suppress(Conflict):
+                await self.cancel(active.id)
 
     async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
         """Frames after `after`: stored ones, then live ones, up to and including the next `turn.ended`."""

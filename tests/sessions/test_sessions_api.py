@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import TokenFactory
 from tests.factories import create_agent, create_session, scripted_config
+from tests.sse import read_turn
 
 
 async def test_session_snapshots_the_current_version(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
@@ -255,3 +256,23 @@ async def test_sessions_need_a_token(client: httpx.AsyncClient) -> None:
     for method, path in [("GET", "/sessions"), ("POST", "/sessions"), ("GET", f"/sessions/{uuid.uuid4()}")]:
         response = await client.request(method, path)
         assert response.status_code == 401, (method, path)
+
+
+async def test_closing_a_session_cancels_its_interrupted_turn_and_expires_its_approvals(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    config = scripted_config(
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+        policies=[{"id": "gate", "point": "tool", "tool": "calculator", "verdict": "requires_approval"}],
+    )
+    agent = await create_agent(client, alice, config)
+    session = await create_session(client, alice, agent["id"])
+    frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "x"}, headers=alice)
+    approval_id = next(f.data["approval_id"] for f in frames if f.event == "approval.required")
+    assert (await client.delete(f"/sessions/{session['id']}", headers=alice)).status_code == 204
+    turn = (await client.get(f"/turns/{frames[0].data['turn_id']}", headers=alice)).json()
+    assert turn["status"] == "cancelled"
+    approval = (await client.get(f"/approvals/{approval_id}", headers=alice)).json()
+    assert approval["status"] == "expired"
+    replay = await read_turn(client, "GET", f"/turns/{turn['id']}/events?after={frames[-1].id}", headers=alice)
+    assert [f.data["status"] for f in replay] == ["cancelled"]
