@@ -87,7 +87,7 @@ async def test_approving_in_a_closed_session_conflicts(client: httpx.AsyncClient
     assert (await client.delete(f"/sessions/{session['id']}", headers=alice)).status_code == 204
     response = await client.post(f"/approvals/{approval_id}", json={"decision": "approve"}, headers=alice)
     assert response.status_code == 409, response.text
-    assert (await client.get(f"/approvals/{approval_id}", headers=alice)).json()["status"] == "pending"
+    assert (await client.get(f"/approvals/{approval_id}", headers=alice)).json()["status"] == "expired"
 
 
 async def test_cancelling_an_interrupted_turn_expires_its_approvals(
