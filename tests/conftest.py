@@ -20,8 +20,10 @@ import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.verify import mint_user_token
+from app.core.db import create_engine
 from app.core.migrate import upgrade_head
 from app.main import create_app
 from app.settings import AuthSettings, DbSettings, Settings
@@ -53,6 +55,16 @@ def database_url() -> Iterator[str]:
         yield url
     finally:
         asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+async def sql(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A direct engine on the test database, to read or plant rows the API does not show."""
+    engine = create_engine(database_url, pool_size=2, max_overflow=2)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 @pytest.fixture(scope="session")
