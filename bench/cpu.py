@@ -127,6 +127,7 @@ class PostgresCpu:
         self.interval = interval
         self._base: dict[int, float] = {}
         self._last: dict[int, float] = {}
+        self._initial: set[int] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -143,6 +144,7 @@ class PostgresCpu:
         self._base.clear()
         self._last.clear()
         self._sample(baseline=True)
+        self._initial = set(self._base)
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="pg-cpu", daemon=True)
         self._thread.start()
@@ -157,6 +159,11 @@ class PostgresCpu:
             self._thread.join(timeout=5)
         self._sample(baseline=False)
         return sum(self._last[pid] - self._base[pid] for pid in self._last)
+
+    @property
+    def new_processes(self) -> int:
+        """PostgreSQL processes (new backends: connections opened) that appeared while measuring."""
+        return len(set(self._base) - self._initial)
 
 
 class RssSampler:

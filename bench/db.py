@@ -22,6 +22,7 @@ class BenchDatabase:
         self.name = f"bench_{os.getpid()}_{secrets.token_hex(3)}"
         self._admin_dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self.url = url.set(drivername="postgresql+asyncpg", database=self.name).render_as_string(hide_password=False)
+        self._dsn = url.set(drivername="postgresql", database=self.name).render_as_string(hide_password=False)
         self.created = False
 
     async def _admin(self, sql: str) -> None:
@@ -40,6 +41,29 @@ class BenchDatabase:
         finally:
             await conn.close()
         return limit, used
+
+    async def stats(self) -> dict[str, int]:
+        """Cumulative counters of the bench database: transactions, and rows by table and operation.
+
+        PostgreSQL publishes a backend's counters when it goes idle, at most once a second and at the
+        latest after 10 s: read them after the load has been idle that long.
+        """
+        conn = await asyncpg.connect(self._dsn, timeout=10)
+        try:
+            db = await conn.fetchrow(
+                "SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_fetched "
+                "FROM pg_stat_database WHERE datname = current_database()"
+            )
+            tables = await conn.fetch(
+                "SELECT relname, n_tup_ins, n_tup_upd, seq_scan, idx_scan FROM pg_stat_user_tables"
+            )
+        finally:
+            await conn.close()
+        out = {f"db.{key}": int(value) for key, value in db.items()}
+        for row in tables:
+            for key in ("n_tup_ins", "n_tup_upd", "seq_scan", "idx_scan"):
+                out[f"{row['relname']}.{key}"] = int(row[key] or 0)
+        return out
 
     async def create(self) -> None:
         await self._admin(f'CREATE DATABASE "{self.name}"')

@@ -91,6 +91,24 @@ def summarize(speedscope: dict[str, Any], *, top: int = 25) -> str:
     return "\n".join(lines)
 
 
+STATS_SETTLE_SECONDS = 11.0
+
+
+async def _settled_stats(db: BenchDatabase) -> dict[str, int]:
+    await asyncio.sleep(STATS_SETTLE_SECONDS)  # backends publish their counters within 10 s of going idle
+    return await db.stats()
+
+
+def db_stats_text(before: dict[str, int], after: dict[str, int], turns: int) -> str:
+    """Per-turn deltas of the database counters (turns = every turn attempted during the profile)."""
+    lines = ["", f"database work per turn ({turns} turns):"]
+    for key in sorted(after):
+        delta = after[key] - before.get(key, 0)
+        if delta and turns:
+            lines.append(f"  {delta / turns:8.2f}  {key}")
+    return "\n".join(lines)
+
+
 async def profile(args: argparse.Namespace) -> int:
     spy = _py_spy()
     if spy is None:
@@ -120,6 +138,11 @@ async def profile(args: argparse.Namespace) -> int:
             return ar_turn(client, target)
 
         await run_load(fn, concurrency=5, turns=20, cap_seconds=60)
+        stats = ""
+        if args.db_stats:
+            before = await _settled_stats(db)
+            counted = await run_load(fn, concurrency=args.concurrency, turns=100, cap_seconds=120)
+            stats = db_stats_text(before, await _settled_stats(db), len(counted.results))
         spy_proc = subprocess.Popen(
             [
                 spy,
@@ -149,6 +172,8 @@ async def profile(args: argparse.Namespace) -> int:
             print(f"py-spy failed: {err.decode(errors='replace')[-2000:]}", file=sys.stderr)
             return 1
         print(summarize(json.loads(Path(out).read_text()), top=args.top))
+        if stats:
+            print(stats)
         log(f"speedscope profile: {out} (open at https://www.speedscope.app)")
         return 0
     finally:
@@ -172,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, default=None, help="where to keep the speedscope JSON")
     parser.add_argument("--pg-url", default=None)
+    parser.add_argument(
+        "--db-stats",
+        action="store_true",
+        help="also count transactions and rows per turn over 100 turns first (adds ~30 s)",
+    )
     args = parser.parse_args(argv)
     try:
         with _runner() as runner:

@@ -45,6 +45,7 @@ class Row:
     mock_cpu_ms_per_turn: float | None
     peak_rss_mib: float | None = None
     peak_open_streams: int = 0
+    pg_new_backends: int | None = None
     error_kinds: dict[str, int] = field(default_factory=dict)
     ratio: dict[str, float | None] = field(default_factory=dict)
 
@@ -63,6 +64,7 @@ def make_row(
     client_cpu_s: float,
     mock_cpu_s: float | None,
     peak_rss_kib: int | None = None,
+    pg_new_backends: int | None = None,
 ) -> Row:
     ok = load.ok
     n = len(ok)
@@ -92,6 +94,7 @@ def make_row(
         mock_cpu_ms_per_turn=per_turn(mock_cpu_s),
         peak_rss_mib=None if peak_rss_kib is None else round(peak_rss_kib / 1024, 1),
         peak_open_streams=peak_open(load.results),
+        pg_new_backends=pg_new_backends,
         error_kinds={**load.error_kinds(), **({"not_started": load.not_started} if load.not_started else {})},
     )
 
@@ -129,6 +132,7 @@ COLUMNS: list[tuple[str, str]] = [
     ("pg/turn", "pg_cpu_ms_per_turn"),
     ("rss MiB", "peak_rss_mib"),
     ("open", "peak_open_streams"),
+    ("pg conn", "pg_new_backends"),
     ("xCPU", "ratio.cpu_per_turn"),
     ("xTPS", "ratio.turns_per_s"),
     ("xTTFT", "ratio.ttft_p50"),
@@ -154,9 +158,9 @@ def table(rows: list[Row]) -> str:
     out = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
     out += [fmt(line) for line in cells[1:]]
     out.append(
-        "times in ms; cpu/turn = server process tree utime+stime per completed turn; pg/turn = PostgreSQL "
-        "(postmaster, aux processes, backends of the bench database); open = most streams open at once; "
-        "x* = agent-runtime / floor"
+        "times in ms; cpu/turn = server process tree utime+stime per completed turn; pg/turn = PostgreSQL CPU "
+        "(postmaster, aux processes,\nbackends of the bench database); open = most streams open at once; "
+        "pg conn = PostgreSQL connections opened during the run; x* = agent-runtime / floor"
     )
     return "\n".join(out)
 

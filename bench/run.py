@@ -355,6 +355,7 @@ async def measure(
         client_cpu_s=client_s,
         mock_cpu_s=mock_s,
         peak_rss_kib=peak,
+        pg_new_backends=pg.new_processes,
     )
     if not proc.alive():
         row.error_kinds["server_died"] = 1

@@ -24,13 +24,14 @@ from app.providers.registry import ProviderRegistry
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
 from app.turns.lease import RunnerLease, orphaned_turns
-from app.turns.notify import EventListener
+from app.turns.notify import EventListener, request_cancel
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
 from app.turns.stream import TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
+REMOTE_CANCEL_SECONDS = 5.0
 RECOVERY_SEQ_GAP = 10_000
 """Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 
@@ -70,6 +71,24 @@ class TurnManager:
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
         self.lease = RunnerLease(engine, self.recover)
+        if listener is not None:
+            listener.on_cancel = self._cancel_on_request
+
+    def _cancel_on_request(self, turn_id: uuid.UUID) -> None:
+        entry = self._live.get(turn_id)
+        if entry is not None:
+            entry.task.cancel()
+
+    async def cancel_elsewhere(self, turn_id: uuid.UUID, *, timeout: float = REMOTE_CANCEL_SECONDS) -> bool:
+        """Ask the replica running the turn to cancel it; True once the turn has left `running`."""
+        if self.listener is None:
+            return False
+        await request_cancel(self.store.autocommit, turn_id)
+        async with asyncio.timeout(timeout):
+            while await self.store.current_status(turn_id) == "running":
+                await self.listener.wait(turn_id, 0.2)
+            return True
+        return False
 
     @property
     def runner_id(self) -> uuid.UUID:
@@ -90,15 +109,13 @@ class TurnManager:
             last_seq=run.last_seq,
             writer=TurnWriter(self.engine),
         )
-        task = asyncio.create_task(self._execute(run, stream), name=f"turn-{run.ident.turn_id}")
-        self._live[run.ident.turn_id] = LiveTurn(stream, task)
+        turn_id = run.ident.turn_id
+        task = asyncio.create_task(
+            execute(self.graph, run, self._context(run, stream), stream, self.store), name=f"turn-{turn_id}"
+        )
+        task.add_done_callback(lambda _: self._live.pop(turn_id, None))
+        self._live[turn_id] = LiveTurn(stream, task)
         return stream
-
-    async def _execute(self, run: TurnRun, stream: TurnStream) -> str:
-        try:
-            return await execute(self.graph, run, self._context(run, stream), stream, self.store)
-        finally:
-            self._live.pop(run.ident.turn_id, None)
 
     def _context(self, run: TurnRun, stream: TurnStream) -> TurnContext:
         snapshot, out = run.snapshot, self.outbound

@@ -12,27 +12,40 @@ import contextlib
 import logging
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
+from sqlalchemy import text
 from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
 CHANNEL = "agent_runtime_turn_events"
+CANCEL_CHANNEL = "agent_runtime_turn_cancel"
+"""Asks whichever replica runs a turn to cancel it (see TurnService.cancel)."""
+SEND_CANCEL = text(f"SELECT pg_notify('{CANCEL_CHANNEL}', :turn_id)")
+
+
+async def request_cancel(engine: AsyncEngine, turn_id: uuid.UUID) -> None:
+    async with engine.connect() as conn:
+        await conn.execute(SEND_CANCEL, {"turn_id": str(turn_id)})
 
 
 class EventListener:
     """One LISTEN connection per process; `wait(turn_id, timeout)` returns early on a notification."""
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: URL, *, on_cancel: Callable[[uuid.UUID], None] | None = None) -> None:
         self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._conn: asyncpg.Connection | None = None
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self.on_cancel = on_cancel
 
     async def start(self) -> None:
         try:
             self._conn = await asyncpg.connect(self._dsn)
             await self._conn.add_listener(CHANNEL, self._on_notify)
+            await self._conn.add_listener(CANCEL_CHANNEL, self._on_cancel)
         except (OSError, asyncpg.PostgresError) as exc:
             log.warning("LISTEN unavailable (%s); followers of remote turns poll", type(exc).__name__)
             self._conn = None
@@ -46,6 +59,11 @@ class EventListener:
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         for event in self._waiters.get(payload, ()):
             event.set()
+
+    def _on_cancel(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        if self.on_cancel is not None:
+            with contextlib.suppress(ValueError):
+                self.on_cancel(uuid.UUID(payload))
 
     async def wait(self, turn_id: uuid.UUID, timeout: float) -> bool:
         """True when a notification for the turn arrived, False when `timeout` passed first."""

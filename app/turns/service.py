@@ -115,10 +115,18 @@ class TurnService:
         if current.status not in ACTIVE_STATUSES:
             raise Conflict(f"Turn {turn_id} is already {current.status}")
         if not await self.manager.cancel(turn_id):
-            await self.manager.end_orphan(turn_id, status="cancelled", error=None)
+            remote = current.status == "running" and await self._cancelled_elsewhere(turn_id)
+            if not remote:
+                await self.manager.end_orphan(turn_id, status="cancelled", error=None)
         async with self._uow() as db:
             await expire_pending_approvals(db, turn_id)
         return await self.get(turn_id)
+
+    async def _cancelled_elsewhere(self, turn_id: uuid.UUID) -> bool:
+        """A running turn this process does not run belongs to another replica, or to a dead one."""
+        with contextlib.suppress(TimeoutError):
+            return await self.manager.cancel_elsewhere(turn_id)
+        return False
 
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
