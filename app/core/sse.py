@@ -25,10 +25,16 @@ def _ping() -> ServerSentEvent:
     return ServerSentEvent(comment="ping")
 
 
+SEND_TIMEOUT_SECONDS = 30.0
+"""A reader that accepts nothing for this long is dropped; it rejoins with Last-Event-ID."""
+
+
 def event_stream_response(frames: AsyncIterator[bytes], *, ping_seconds: float) -> EventSourceResponse:
+    """Followers read a turn's log by cursor, so a slow one holds no buffer and never slows the turn."""
     return EventSourceResponse(
         frames,
         ping=max(1, round(ping_seconds)),
         ping_message_factory=_ping,
+        send_timeout=SEND_TIMEOUT_SECONDS,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
