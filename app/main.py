@@ -54,7 +54,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if is_sqlite(url):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(upgrade_head, url)
-    engine = create_engine(url, pool_size=settings.db.pool_size, max_overflow=settings.db.max_overflow)
+    engine = create_engine(
+        url,
+        pool_size=settings.db.pool_size,
+        max_overflow=settings.db.max_overflow,
+        pool_timeout=settings.db.pool_timeout_seconds,
+    )
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
     container = Container(
         settings=settings,

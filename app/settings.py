@@ -17,8 +17,11 @@ def _group(prefix: str) -> SettingsConfigDict:
 class DbSettings(BaseSettings):
     model_config = _group("DATABASE_")
     url: str = ""
-    pool_size: int = Field(default=40, ge=1)
-    max_overflow: int = Field(default=40, ge=0)
+    pool_size: int = Field(default=50, ge=1)
+    """Connections kept open. Overflow connections are closed when returned, and reconnecting
+    costs far more than waiting for a pooled one, so the pool is sized for the load."""
+    max_overflow: int = Field(default=10, ge=0)
+    pool_timeout_seconds: float = Field(default=60.0, gt=0)
     echo: bool = False
 
 

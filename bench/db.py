@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
+from pathlib import Path
 
 import asyncpg
 from sqlalchemy.engine import make_url
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+NAME = re.compile(r"^bench_(\d+)_[0-9a-f]{6}$")
 
 
 def admin_url_from_env() -> str:
@@ -65,6 +68,20 @@ class BenchDatabase:
                 out[f"{row['relname']}.{key}"] = int(row[key] or 0)
         return out
 
+    async def drop_stale(self) -> list[str]:
+        """Drop bench databases left by runs that were killed outright (their process is gone)."""
+        conn = await asyncpg.connect(self._admin_dsn, timeout=10)
+        dropped = []
+        try:
+            for row in await conn.fetch("SELECT datname FROM pg_database WHERE datname LIKE 'bench\\_%'"):
+                match = NAME.match(row["datname"])
+                if match and not Path(f"/proc/{match.group(1)}").exists():
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{row["datname"]}" WITH (FORCE)')
+                    dropped.append(row["datname"])
+        finally:
+            await conn.close()
+        return dropped
+
     async def create(self) -> None:
         await self._admin(f'CREATE DATABASE "{self.name}"')
         self.created = True
@@ -78,3 +95,34 @@ class BenchDatabase:
         if self.created:
             await self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
             self.created = False
+
+
+PG_MARGIN = 8  # connections left for everyone else on a shared PostgreSQL
+
+
+def server_pool() -> tuple[int, int]:
+    """agent-runtime's own pool settings (pool size, overflow), as it will read them from this environment."""
+    from app.settings import DbSettings
+
+    settings = DbSettings()
+    return settings.pool_size, settings.max_overflow
+
+
+def pool_settings(mode: str, max_connections: int, in_use: int) -> dict[str, str]:
+    """Env overrides for agent-runtime's pool: none unless asked, or unless `auto` finds too few connections.
+
+    The server needs pool size + overflow + one LISTEN connection; on a PostgreSQL shared with others
+    (max_connections 100 by default) `auto` shrinks the pool to what is free rather than measure
+    "too many clients" errors.
+    """
+    if mode == "default":
+        return {}
+    if mode != "auto":
+        return {"DATABASE_POOL_SIZE": mode, "DATABASE_MAX_OVERFLOW": "0"}
+    size, overflow = server_pool()
+    free = max_connections - in_use - PG_MARGIN - 1  # one for the LISTEN connection
+    if free >= size + overflow:
+        return {}
+    usable = max(free, 2)
+    new_size = max(1, min(size, usable // 2))
+    return {"DATABASE_POOL_SIZE": str(new_size), "DATABASE_MAX_OVERFLOW": str(max(0, usable - new_size))}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -13,6 +14,13 @@ from pathlib import Path
 import httpx
 
 LOOPBACK = "127.0.0.1"
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the bench dies without cleaning up (even by SIGKILL). Linux only."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def repo_root() -> Path:
@@ -46,6 +54,7 @@ class Proc:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
             cwd=str(repo_root()),
         )
 

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.db import BenchDatabase, admin_url_from_env
+from bench.db import BenchDatabase, admin_url_from_env, pool_settings
 from bench.load import ArTarget, ar_turn, run_load
 from bench.procs import ProcSet
 from bench.run import (
@@ -33,7 +33,6 @@ from bench.run import (
     create_agent,
     log,
     mint_token,
-    pool_settings,
     start_phase,
 )
 
@@ -157,14 +156,15 @@ async def profile(args: argparse.Namespace) -> int:
                 "speedscope",
                 "--output",
                 str(out),
-                "--nonblocking",
+                *(["--native"] if args.native else ["--nonblocking"]),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
         load = await run_load(fn, concurrency=args.concurrency, turns=100_000, cap_seconds=args.duration + 1)
         log(
-            f"profiled load: {len(load.ok)} turns ok, {load.errors} errors, "
+            f"profiled load: {len(load.ok)} turns ok, {load.errors - load.timed_out} errors "
+            f"({load.timed_out} turns in flight were cancelled at the end), "
             f"{len(load.ok) / max(load.wall_seconds, 1e-9):.1f} turns/s"
         )
         _, err = await asyncio.to_thread(spy_proc.communicate, None, args.duration + 60)
@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, default=None, help="where to keep the speedscope JSON")
     parser.add_argument("--pg-url", default=None)
+    parser.add_argument("--native", action="store_true", help="include native frames (C extensions, the GC)")
     parser.add_argument(
         "--db-stats",
         action="store_true",

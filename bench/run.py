@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 
 from bench import cpu
-from bench.db import BenchDatabase, admin_url_from_env
+from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_pool
 from bench.load import ArTarget, FloorTarget, LoadResult, ar_turn, floor_turn, run_load
 from bench.procs import Proc, ProcSet, free_port, repo_root, shared_bench_dir
 from bench.report import Row, add_ratios, make_row, percentile, table, targets, targets_text
@@ -44,25 +44,6 @@ TOKENS_PER_REPLY = 50
 FIFTY_WORDS = " ".join(f"word{i}" for i in range(TOKENS_PER_REPLY)) + "."
 RESULTS = repo_root() / "bench" / "results" / "latest.json"
 LOGS = repo_root() / "bench" / "results" / "logs"
-SERVER_POOL_CONNECTIONS = 41  # DATABASE_POOL_SIZE 20 + DATABASE_MAX_OVERFLOW 20 + one LISTEN connection
-PG_MARGIN = 8  # connections left for everyone else on a shared PostgreSQL
-
-
-def pool_settings(mode: str, max_connections: int, in_use: int) -> dict[str, str]:
-    """Env overrides for agent-runtime's pool: none unless asked, or unless `auto` finds too few connections."""
-    if mode == "default":
-        return {}
-    if mode != "auto":
-        size = int(mode)
-        return {"DATABASE_POOL_SIZE": str(size), "DATABASE_MAX_OVERFLOW": "0"}
-    free = max_connections - in_use - PG_MARGIN
-    if free >= SERVER_POOL_CONNECTIONS:
-        return {}
-    usable = max(free - 1, 2)  # one for the LISTEN connection
-    size = max(1, min(20, usable // 2))
-    return {"DATABASE_POOL_SIZE": str(size), "DATABASE_MAX_OVERFLOW": str(max(0, usable - size))}
-
-
 SCENARIOS = ("text", "tool", "scripted", "idle")
 AR = "agent-runtime"
 FLOOR = "floor"
@@ -101,6 +82,16 @@ def _int_list(value: str) -> list[int]:
     return items
 
 
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, not {value!r}")
+    return number
+
+
 def _pool_mode(value: str) -> str:
     if value in ("auto", "default") or (value.isdigit() and 1 <= int(value) <= 200):
         return value
@@ -121,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 and 5 clients, 10 turns, 100 streams")
     parser.add_argument("--concurrency", type=_int_list, default=None, help="client counts (default 1,10,50)")
-    parser.add_argument("--turns", type=int, default=None, help="turns per scenario (default max(20, 6*clients))")
+    parser.add_argument("--turns", type=_positive, default=None, help="turns per scenario (default max(20, 6*clients))")
     parser.add_argument(
         "--scenarios",
         type=_scenarios,
@@ -129,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma list of text,tool,scripted,idle (default all)",
     )
     parser.add_argument("--skip-idle", action="store_true", help="leave out the idle-stream run")
-    parser.add_argument("--idle-streams", type=int, default=None, help="open streams in the idle run (default 1000)")
+    parser.add_argument(
+        "--idle-streams", type=_positive, default=None, help="open streams in the idle run (default 1000)"
+    )
     parser.add_argument("--cap", type=float, default=120.0, help="wall-clock cap per measured run, seconds")
     parser.add_argument("--idle-timeout", type=float, default=240.0, help="overall cap of the idle run, seconds")
     parser.add_argument("--warmup", type=int, default=None, help="warm-up turns per server and scenario (default 20)")
@@ -143,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db-pool",
         type=_pool_mode,
         default="auto",
-        help="agent-runtime's DB pool: default (20 + 20 overflow), N (N, no overflow), or auto: the default "
+        help="agent-runtime's DB pool: default (its own settings), N (N, no overflow), or auto: the default "
         "unless the PostgreSQL server has too few free connections (default auto)",
     )
     parser.add_argument("--json-out", type=Path, default=RESULTS, help="where to write the results JSON")
@@ -151,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     scripted.add_argument("--scripted-only", action="store_true")
     scripted.add_argument("--url", default="http://127.0.0.1:8000")
     scripted.add_argument("--token", default=os.environ.get("AGENT_RUNTIME_TOKEN"))
-    scripted.add_argument("--n", type=int, default=50, help="concurrent scripted turns")
+    scripted.add_argument("--n", type=_positive, default=50, help="concurrent scripted turns")
     scripted.add_argument("--agent-id", default=None, help="a scripted agent to use (default: create one)")
     return parser
 
@@ -478,9 +471,12 @@ async def full_run(args: argparse.Namespace) -> int:
         run.pool = pool_settings(args.db_pool, limit, used)
         if run.pool:
             log(
-                f"PostgreSQL has {used}/{limit} connections in use by others, too few for agent-runtime's default "
-                f"pool (20 + 20 overflow): running it with {run.pool}"
+                f"PostgreSQL has {used}/{limit} connections in use by others, too few for agent-runtime's pool "
+                f"{server_pool()}: running it with {run.pool}"
             )
+        stale = await db.drop_stale()
+        if stale:
+            log(f"dropped databases of earlier runs that were killed: {', '.join(stale)}")
         await db.create()
         await db.migrate()
         log(f"database {db.name} created and migrated; server logs in {logs}")

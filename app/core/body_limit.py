@@ -26,11 +26,14 @@ class BodySizeLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(scope, send)
+        if declared is not None and declared.isdigit():
+            # The HTTP server delivers exactly Content-Length bytes: checking the header is enough.
+            if int(declared) > self.max_bytes:
+                await self._reject(scope, send)
+            else:
+                await self.app(scope, receive, send)
             return
         received = 0
-        started = False
 
         async def limited_receive() -> Message:
             nonlocal received
@@ -41,17 +44,7 @@ class BodySizeLimit:
                     raise _TooLarge(self.max_bytes)
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(scope, send)
+        await self.app(scope, limited_receive, send)
 
     async def _reject(self, scope: Scope, send: Send) -> None:
         body = orjson.dumps(

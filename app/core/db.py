@@ -21,12 +21,14 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def create_engine(url: str, *, pool_size: int = 20, max_overflow: int = 20, echo: bool = False) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 20, max_overflow: int = 20, pool_timeout: float = 60.0, echo: bool = False
+) -> AsyncEngine:
     kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_dumps, "json_deserializer": orjson.loads}
     if is_sqlite(url):
         kwargs["connect_args"] = {"timeout": 30}
     else:
-        kwargs.update(pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=False)
+        kwargs.update(pool_size=pool_size, max_overflow=max_overflow, pool_timeout=pool_timeout, pool_pre_ping=False)
     engine = create_async_engine(url, **kwargs)
     if is_sqlite(url):
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError
@@ -100,6 +101,19 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail=detail,
             headers=exc.headers,  # e.g. `Allow` on 405
         )
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("database pool exhausted on %s %s", request.method, request.url.path)
+        response = problem_response(
+            request,
+            status=503,
+            title="Service Unavailable",
+            slug="unavailable",
+            detail="The service is at capacity; retry shortly",
+        )
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

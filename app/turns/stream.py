@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, insert
+from sqlalchemy import DateTime, Integer, String, Table, Text, Uuid, bindparam, insert, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.sse import encode_frame
@@ -86,7 +87,7 @@ class TurnWriter:
         try:
             if settle is None and _single_statement(rows):
                 async with self._autocommit.connect() as conn:
-                    await conn.execute(insert(rows[0][0]), [row for _, row in rows])
+                    await insert_rows(conn, rows[0][0], [row for _, row in rows])
                 return True
             async with self._engine.begin() as conn:
                 settled = settle is None or await settle(conn)
@@ -124,7 +125,29 @@ async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[st
     for table, row in rows:
         by_table.setdefault(table, []).append(row)
     for table, batch in by_table.items():
-        await conn.execute(insert(table), batch)
+        await insert_rows(conn, table, batch)
+
+
+EVENT_COLUMNS = ("turn_id", "seq", "tenant_id", "type", "data", "created_at")
+INSERT_EVENTS_UNNEST = text(
+    f"INSERT INTO turn_events ({', '.join(EVENT_COLUMNS)}) "
+    "SELECT * FROM unnest(:turn_id, :seq, :tenant_id, :type, :data, :created_at)"
+).bindparams(
+    bindparam("turn_id", type_=ARRAY(Uuid())),
+    bindparam("seq", type_=ARRAY(Integer())),
+    bindparam("tenant_id", type_=ARRAY(String())),
+    bindparam("type", type_=ARRAY(String())),
+    bindparam("data", type_=ARRAY(Text())),
+    bindparam("created_at", type_=ARRAY(DateTime(timezone=True))),
+)
+
+
+async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """One statement for a batch of events on PostgreSQL (asyncpg runs an executemany row by row)."""
+    if table is EVENTS and len(rows) > 1 and conn.dialect.name == "postgresql":
+        await conn.execute(INSERT_EVENTS_UNNEST, {c: [row[c] for row in rows] for c in EVENT_COLUMNS})
+    else:
+        await conn.execute(insert(table), rows)
 
 
 class TurnStream:

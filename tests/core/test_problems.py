@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
-from app.settings import HttpSettings
+from app.settings import DbSettings, HttpSettings
 from tests.conftest import make_settings, running_app
 from tests.factories import scripted_config
 
@@ -136,3 +137,19 @@ async def test_chunked_body_under_the_limit_is_processed(
     headers = {**alice, "Content-Type": "application/json"}
     response = await small_app.post("/agents", content=chunks(), headers=headers)
     assert response.status_code == 201, response.text
+
+
+async def test_an_exhausted_connection_pool_answers_503_with_retry_after(
+    database_url: str, tmp_path: Path, alice: dict[str, str]
+) -> None:
+    db = DbSettings(url=database_url, pool_size=1, max_overflow=0, pool_timeout_seconds=0.2)
+    async with running_app(make_settings(database_url, tmp_path, db=db)) as (app, client):
+        held = await app.state.container.engine.connect()
+        try:
+            await held.execute(text("SELECT 1"))
+            response = await client.get("/agents", headers=alice)
+        finally:
+            await held.close()
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "1"
