@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from sqlalchemy import Select, and_, select
+from sqlalchemy import Row, Select, and_, select
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
@@ -22,9 +23,7 @@ class AgentRepository(TenantRepository[Agent]):
         stmt = self.readable()
         if not include_archived:
             stmt = stmt.where(Agent.archived_at.is_(None))
-        return await self.all(
-            paginate(stmt, created_at=Agent.created_at, row_id=Agent.id, limit=limit, cursor=cursor)
-        )
+        return await self.all(paginate(stmt, created_at=Agent.created_at, row_id=Agent.id, limit=limit, cursor=cursor))
 
 
 class AgentVersionRepository(TenantRepository[AgentVersion]):
@@ -39,16 +38,16 @@ class AgentVersionRepository(TenantRepository[AgentVersion]):
     async def list_for(self, agent_id: uuid.UUID) -> list[AgentVersion]:
         return await self.all(self._of(agent_id).order_by(AgentVersion.version))
 
-    async def pinned(self, agent_id: uuid.UUID, version: int | None) -> tuple[Agent, AgentVersion | None] | None:
-        """The agent with the given version (its current one if None), in one query."""
+    async def pinned(self, agent_id: uuid.UUID, version: int | None) -> Row[Any] | None:
+        """`archived_at`, `version`, `config` of the agent at the given version (its current one if
+        None) in one query; `version` is None when the agent has no such version."""
         number = version if version is not None else Agent.current_version
         stmt = (
-            select(Agent, AgentVersion)
+            select(Agent.archived_at, AgentVersion.version, AgentVersion.config)
             .outerjoin(AgentVersion, and_(AgentVersion.agent_id == Agent.id, AgentVersion.version == number))
             .where(Agent.tenant_id == self.tenant_id, Agent.id == agent_id)
         )
-        row = (await self.session.execute(stmt)).first()
-        return None if row is None else (row[0], row[1])
+        return (await self.session.execute(stmt)).first()
 
     async def current_for(self, agents: list[Agent]) -> dict[uuid.UUID, AgentVersion]:
         if not agents:
@@ -58,5 +57,3 @@ class AgentVersionRepository(TenantRepository[AgentVersion]):
         rows = await self.all(stmt)
         wanted = set(pairs)
         return {r.agent_id: r for r in rows if (r.agent_id, r.version) in wanted}
-
-

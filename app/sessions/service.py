@@ -29,19 +29,18 @@ class SessionService:
         )
         if pinned is None:
             raise NotFound(f"Agent {data.agent_id} not found")
-        agent, version = pinned
-        if agent.archived_at is not None:
-            raise Conflict(f"Agent {agent.id} is archived: it takes no new sessions")
-        if version is None:
-            raise NotFound(f"Agent {agent.id} has no version {data.agent_version}")
+        if pinned.archived_at is not None:
+            raise Conflict(f"Agent {data.agent_id} is archived: it takes no new sessions")
+        if pinned.version is None:
+            raise NotFound(f"Agent {data.agent_id} has no version {data.agent_version}")
         return await self.sessions.add(
             Session(
                 id=uuid.uuid4(),
                 tenant_id=self.principal.tenant_id,
-                agent_id=agent.id,
-                agent_version=version.version,
+                agent_id=data.agent_id,
+                agent_version=pinned.version,
                 owner_sub=self.principal.sub,
-                snapshot=version.config,
+                snapshot=pinned.config,
                 meta=data.metadata,
                 status="open",
             )
