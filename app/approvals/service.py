@@ -71,6 +71,8 @@ class ApprovalService:
         ids = [d.approval_id for d in body.decisions]
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
+        # A client may decide as soon as it sees approval.required, while the run is still settling.
+        await self.manager.wait(turn_id)
         async with unit_of_work(self.container.session_factory) as db:
             turn = await self._lock_turn(db, turn_id)
             for item in body.decisions:
