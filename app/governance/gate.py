@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -15,6 +16,7 @@ from app.governance.policy import (
     Point,
     PolicyRule,
     PolicySet,
+    decide_pre_llm,
     parse_rules,
 )
 from app.models import TenantPolicy
@@ -33,6 +35,18 @@ async def load_tenant_rules(engine: AsyncEngine, tenant_id: str) -> tuple[Policy
     async with engine.connect() as conn:
         raw = await conn.scalar(stmt)
     return parse_rules(raw) if raw else ()
+
+
+async def judge_input(policy: PolicySet, input_text: str) -> Decision:
+    """`decide_pre_llm`, with user-written regular expressions evaluated off the event loop.
+
+    The regex engine itself stops a runaway pattern (a timeout, hence an engine-error deny), so the
+    worker thread is always given back.
+    """
+    rules = (*policy.tenant_rules, *policy.agent_rules)
+    if not any(rule.point == "pre_llm" and rule.input_regex for rule in rules):
+        return decide_pre_llm(policy, input_text)
+    return await asyncio.to_thread(decide_pre_llm, policy, input_text)
 
 
 class Governance:

@@ -14,13 +14,13 @@ through.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import chain
 from typing import Annotated, Any, Literal, Self
 
+import regex
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -87,8 +87,8 @@ class PolicyRule(BaseModel):
         if value is None:
             return value
         try:
-            re.compile(value)
-        except (re.error, OverflowError, RecursionError) as exc:
+            regex.compile(value)
+        except (regex.error, OverflowError, RecursionError) as exc:
             raise PydanticCustomError(
                 "policy_regex",
                 "input_regex is not a valid regular expression: {error}",
@@ -215,15 +215,21 @@ def _rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
     return (rule for rule in chain(policy.tenant_rules, policy.agent_rules) if rule.point == point)
 
 
+REGEX_TIMEOUT_SECONDS = 1.0
+"""A user-written `input_regex` that backtracks longer than this raises TimeoutError: an engine error."""
+
+
 @lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
 
 
 def _matches_input(rule: PolicyRule, input_text: str) -> bool:
     if rule.max_input_chars is not None and len(input_text) <= rule.max_input_chars:
         return False
-    return rule.input_regex is None or _compiled(rule.input_regex).search(input_text) is not None
+    if rule.input_regex is None:
+        return True
+    return _compiled(rule.input_regex).search(input_text, timeout=REGEX_TIMEOUT_SECONDS) is not None
 
 
 def _blacklist_match(blacklist: tuple[str, ...], tool_name: str) -> str | None:

@@ -8,7 +8,8 @@ from langgraph.runtime import Runtime
 
 from app.context.builtin import compact, engine_history, engine_system_prompt
 from app.context.engine_client import ContextEngineError, ContextEngineUnavailable
-from app.governance.policy import Decision, decide_pre_llm
+from app.governance.gate import judge_input
+from app.governance.policy import Decision
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, record_decision, traced
 from app.graph.state import TurnState
@@ -58,7 +59,7 @@ async def validate_prompt(state: TurnState, runtime: Runtime[TurnContext]) -> di
     if state.get("loop_count", 0) > 0 or state.get("resume"):
         return {}
     policy = await ctx.governance.current("pre_llm")
-    decision = policy if isinstance(policy, Decision) else decide_pre_llm(policy, state["input"])
+    decision = policy if isinstance(policy, Decision) else await judge_input(policy, state["input"])
     record_decision(ctx, decision)
     if decision.verdict != "allow":
         return failed("policy_denied", decision.reason or f"denied by policy {decision.rule_id}")
