@@ -25,7 +25,6 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,24 @@ from typing import Any
 import httpx
 
 from bench import cpu
+from bench.agents import (
+    LLM_AGENT,
+    SCRIPTED_AGENT,
+    SECRET,
+    TOKENS_PER_REPLY,
+    TurnFactory,
+    ar_fn,
+    create_agent,
+    floor_fn,
+    mint_token,
+    warm_up,
+)
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_pool
-from bench.load import ArTarget, FloorTarget, LoadResult, ar_turn, floor_turn, run_load
+from bench.load import ArTarget, FloorTarget, LoadResult, run_load
 from bench.procs import Proc, ProcSet, free_port, repo_root, shared_bench_dir
-from bench.report import Row, add_ratios, make_row, percentile, table, targets, targets_text
+from bench.report import Row, add_ratios, make_row, table, targets, targets_text
+from bench.scripted import scripted_only
 
-SECRET = "bench-secret"
-TENANT = "bench"
-TOKENS_PER_REPLY = 50
-FIFTY_WORDS = " ".join(f"word{i}" for i in range(TOKENS_PER_REPLY)) + "."
 RESULTS = repo_root() / "bench" / "results" / "latest.json"
 LOGS = repo_root() / "bench" / "results" / "logs"
 SCENARIOS = ("text", "tool", "scripted", "idle")
@@ -264,36 +272,7 @@ async def start_phase(
     )
 
 
-def mint_token() -> str:
-    from app.auth.verify import mint_user_token
-
-    return mint_user_token(SECRET, tenant_id=TENANT, sub="bench-user", roles=[], ttl_seconds=3600)
-
-
-async def create_agent(url: str, token: str, name: str, config: dict[str, Any]) -> str:
-    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-        resp = await client.post(
-            f"{url}/agents",
-            json={"name": name, "config": config},
-            headers={"Authorization": f"Bearer {token}"},
-        )
-    if resp.status_code != 201:
-        raise RuntimeError(f"creating agent {name} failed: {resp.status_code} {resp.text[:500]}")
-    return str(resp.json()["id"])
-
-
-LLM_AGENT = {
-    "model": {"provider": "anthropic", "name": "claude-mock", "max_tokens": 1024},
-    "tools": ["builtin:echo"],
-    "limits": {"max_loops": 4},
-}
-SCRIPTED_AGENT = {"model": {"provider": "scripted", "script": [{"text": FIFTY_WORDS}]}, "limits": {"max_loops": 4}}
-
-
 # ---------------------------------------------------------------------------------------------- measuring
-
-
-TurnFactory = Callable[[httpx.AsyncClient], Awaitable[Any]]
 
 
 @dataclass
@@ -362,22 +341,6 @@ async def measure(
     return row
 
 
-async def warm_up(name: str, fn: TurnFactory, turns: int) -> None:
-    if turns <= 0:
-        return
-    load = await run_load(fn, concurrency=min(5, turns), turns=turns, cap_seconds=60)
-    if load.errors:
-        log(f"warm-up {name}: {load.errors} errors {load.error_kinds()}")
-
-
-def _ar_fn(target: ArTarget) -> TurnFactory:
-    return lambda client: ar_turn(client, target)
-
-
-def _floor_fn(target: FloorTarget) -> TurnFactory:
-    return lambda client: floor_turn(client, target)
-
-
 async def run_phase(run: Run, phase: Phase) -> None:
     if phase.ar is None or phase.floor is None or phase.mock is None:
         raise RuntimeError(f"phase {phase.name} was not started")
@@ -391,10 +354,10 @@ async def run_phase(run: Run, phase: Phase) -> None:
         ar_target = ArTarget(
             phase.ar.url, run.token, run.agents["scripted" if scenario == "scripted" else "llm"], expect_tool=tool
         )
-        servers: list[tuple[str, Proc, TurnFactory]] = [(AR, phase.ar, _ar_fn(ar_target))]
+        servers: list[tuple[str, Proc, TurnFactory]] = [(AR, phase.ar, ar_fn(ar_target))]
         if scenario != "scripted":
             floor_target = FloorTarget(phase.floor.url, expect_tool=tool)
-            servers.insert(0, (FLOOR, phase.floor, _floor_fn(floor_target)))
+            servers.insert(0, (FLOOR, phase.floor, floor_fn(floor_target)))
         for server, _proc, fn in servers:
             await warm_up(f"{scenario}/{server}", fn, plan.warmup_turns if scenario != "idle" else 5)
         if scenario == "idle":
@@ -519,49 +482,6 @@ def write_json(path: Path, run: Run, checks: list[Any], started: dt.datetime) ->
         "targets": [t.as_dict() for t in checks],
     }
     path.write_text(json.dumps(document, indent=2) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------- scripted-only
-
-
-async def scripted_only(args: argparse.Namespace) -> int:
-    """Issue 3: N concurrent scripted turns against a running server; one JSON line on stdout."""
-    if not args.token:
-        print("bench: --token (or AGENT_RUNTIME_TOKEN) is required", file=sys.stderr)
-        return 2
-    url = args.url.rstrip("/")
-    agent_id = args.agent_id or await create_agent(url, args.token, "bench-scripted", SCRIPTED_AGENT)
-    fn = _ar_fn(ArTarget(url, args.token, agent_id))
-    await warm_up("scripted", fn, min(args.n, 5))
-    turns = args.turns or args.n
-    client0 = cpu.self_cpu_seconds()
-    load = await run_load(fn, concurrency=args.n, turns=turns, cap_seconds=args.cap)
-    ok = load.ok
-
-    def ms(values: list[float], q: float) -> float | None:
-        value = percentile(values, q)
-        return None if value is None else round(value * 1000, 2)
-
-    ttfe = [r.ttfe for r in ok if r.ttfe is not None]
-    ttft = [r.ttft for r in ok if r.ttft is not None]
-    latency = [r.latency for r in ok if r.latency is not None]
-    line = {
-        "concurrency": args.n,
-        "turns": len(ok),
-        "errors": load.errors + load.not_started,
-        "turns_per_s": round(len(ok) / load.wall_seconds, 2) if load.wall_seconds else None,
-        "ttfe_p50_ms": ms(ttfe, 50),
-        "ttfe_p99_ms": ms(ttfe, 99),
-        "ttft_p50_ms": ms(ttft, 50),
-        "ttft_p99_ms": ms(ttft, 99),
-        "latency_p50_ms": ms(latency, 50),
-        "latency_p99_ms": ms(latency, 99),
-        "wall_s": round(load.wall_seconds, 3),
-        "client_cpu_s": round(cpu.self_cpu_seconds() - client0, 3),
-        "error_kinds": load.error_kinds(),
-    }
-    print(json.dumps(line))
-    return 0 if not line["errors"] else 1
 
 
 # ---------------------------------------------------------------------------------------------- entry

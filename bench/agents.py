@@ -1,0 +1,59 @@
+"""The bench's tenant, token and agents, shared by the full run and the scripted-only mode."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from bench.load import ArTarget, FloorTarget, ar_turn, floor_turn, run_load
+
+SECRET = "bench-secret"
+TENANT = "bench"
+TOKENS_PER_REPLY = 50
+FIFTY_WORDS = " ".join(f"word{i}" for i in range(TOKENS_PER_REPLY)) + "."
+TurnFactory = Callable[[httpx.AsyncClient], Awaitable[Any]]
+
+
+def mint_token() -> str:
+    from app.auth.verify import mint_user_token
+
+    return mint_user_token(SECRET, tenant_id=TENANT, sub="bench-user", roles=[], ttl_seconds=3600)
+
+
+async def create_agent(url: str, token: str, name: str, config: dict[str, Any]) -> str:
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+        resp = await client.post(
+            f"{url}/agents",
+            json={"name": name, "config": config},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    if resp.status_code != 201:
+        raise RuntimeError(f"creating agent {name} failed: {resp.status_code} {resp.text[:500]}")
+    return str(resp.json()["id"])
+
+
+LLM_AGENT = {
+    "model": {"provider": "anthropic", "name": "claude-mock", "max_tokens": 1024},
+    "tools": ["builtin:echo"],
+    "limits": {"max_loops": 4},
+}
+SCRIPTED_AGENT = {"model": {"provider": "scripted", "script": [{"text": FIFTY_WORDS}]}, "limits": {"max_loops": 4}}
+
+
+async def warm_up(name: str, fn: TurnFactory, turns: int) -> None:
+    if turns <= 0:
+        return
+    load = await run_load(fn, concurrency=min(5, turns), turns=turns, cap_seconds=60)
+    if load.errors:
+        print(f"[bench] warm-up {name}: {load.errors} errors {load.error_kinds()}", file=sys.stderr)
+
+
+def ar_fn(target: ArTarget) -> TurnFactory:
+    return lambda client: ar_turn(client, target)
+
+
+def floor_fn(target: FloorTarget) -> TurnFactory:
+    return lambda client: floor_turn(client, target)
