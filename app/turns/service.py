@@ -7,7 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
-from sqlalchemy import insert, update
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,7 +17,7 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound
-from app.models import ACTIVE_STATUSES, Approval, Message, Turn
+from app.models import ACTIVE_STATUSES, Approval, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.sessions.service import SessionService
@@ -25,7 +25,7 @@ from app.turns import schemas
 from app.turns.manager import TurnManager
 from app.turns.repository import TurnRepository
 from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity, load_history, message_row
+from app.turns.store import TurnIdentity, message_row
 from app.turns.stream import TurnStream
 
 POLL_SECONDS = 0.5
@@ -45,21 +45,24 @@ class TurnService:
 
     async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, TurnStream]:
         try:
-            async with self._uow() as db:
-                run = await self._create(db, session_id, body)
+            run = await self._create(session_id, body)
         except IntegrityError as exc:
             async with self._uow() as db:
                 active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
             raise _busy(active) from exc
         return run.ident.turn_id, self.manager.launch(run)
 
-    async def _create(self, db: AsyncSession, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
-        """Insert the turn and its user message, and read the history, in one transaction.
+    async def _create(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
+        """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
-        The partial unique index on active turns is what guarantees one active turn per session;
-        a second start fails on it and is answered with 409 naming the active turn.
+        This is the hot path of every turn, so it runs as three single statements (Core, autocommit)
+        rather than an ORM unit of work. The partial unique index on active turns is what guarantees
+        one active turn per session; a second start fails on it and is answered with 409.
         """
-        session = await SessionService(db, self.principal).get(session_id)
+        owner = None if self.principal.is_admin else self.principal.sub
+        session = await self.manager.store.session_for_turn(self.principal.tenant_id, session_id, owner)
+        if session is None:
+            raise NotFound(f"Session {session_id} not found")
         if session.status == "closed":
             raise Conflict(f"Session {session_id} is closed")
         limits = session.snapshot.get("limits", {})
@@ -68,20 +71,20 @@ class TurnService:
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
         ident = TurnIdentity(session.tenant_id, session.id, uuid.uuid4(), session.agent_id)
         now = utcnow()
-        await db.execute(insert(Turn).values(
-            id=ident.turn_id, tenant_id=ident.tenant_id, session_id=session.id, status="running", input=body.input,
-            max_loops=max_loops, max_output_tokens=budget, owner_sub=session.owner_sub, input_tokens=0,
-            runner_id=self.manager.runner_id,
-            output_tokens=0, loop_count=0, last_seq=0, created_at=now, updated_at=now,
-        ))  # fmt: skip
-        await db.execute(insert(Message).values(message_row(ident, ChatMessage(role="user", content=body.input))))
+        turn = {
+            "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session.id, "status": "running",
+            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session.owner_sub,
+            "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
+            "last_seq": 0, "created_at": now, "updated_at": now,
+        }  # fmt: skip
+        user_message = message_row(ident, ChatMessage(role="user", content=body.input))
         return TurnRun(
             ident=ident,
             agent_version=session.agent_version,
             owner_sub=session.owner_sub,
             snapshot=session.snapshot,
             input=body.input,
-            history=await load_history(db, ident.tenant_id, session.id),
+            history=await self.manager.store.start_turn(turn, user_message),
             max_loops=max_loops,
             max_output_tokens=budget,
         )

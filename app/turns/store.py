@@ -12,12 +12,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select, update
+from sqlalchemy import Table, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.models import Approval, AuditRecord, Message, PolicyDecision, ToolExecution, Turn, TurnEvent, Usage
+from app.models import (
+    Approval,
+    AuditRecord,
+    Message,
+    PolicyDecision,
+    Session,
+    ToolExecution,
+    Turn,
+    TurnEvent,
+    Usage,
+)
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
 from app.tools.base import ToolResult
@@ -113,6 +123,37 @@ class TurnStore:
     async def history(self, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
         async with self.autocommit.connect() as conn:
             return await load_history(conn, tenant_id, session_id)
+
+    async def session_for_turn(self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None) -> Any:
+        """What a new turn needs of its session (None if not visible: other tenant, or not the owner)."""
+        stmt = select(
+            Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub,
+            Session.snapshot, Session.status,
+        ).where(Session.tenant_id == tenant_id, Session.id == session_id)  # fmt: skip
+        if owner_sub is not None:
+            stmt = stmt.where(Session.owner_sub == owner_sub)
+        async with self.autocommit.connect() as conn:
+            return (await conn.execute(stmt)).first()
+
+    async def start_turn(self, turn: dict[str, Any], message: dict[str, Any]) -> list[ChatMessage]:
+        """Insert a turn with its user message atomically, then read the session's history.
+
+        On PostgreSQL the two inserts are one statement (a data-modifying CTE) with no BEGIN/COMMIT;
+        elsewhere they share a transaction. The partial unique index on active turns raises
+        IntegrityError for a second active turn of the session.
+        """
+        if self.engine.dialect.name == "postgresql":
+            new_turn = insert(Turn).values(**turn).returning(Turn.id).cte("new_turn")
+            columns = [c for c in message if c != "turn_id"]
+            values = [literal(message[c], MESSAGES.c[c].type) for c in columns]
+            both = insert(Message).from_select([*columns, "turn_id"], select(*values, new_turn.c.id))
+            async with self.autocommit.connect() as conn:
+                await conn.execute(both)
+                return await load_history(conn, turn["tenant_id"], turn["session_id"])
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(Turn).values(**turn))
+            await conn.execute(insert(Message).values(**message))
+            return await load_history(conn, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, key: str) -> ToolResult | None:
         stmt = select(ToolExecution.result, ToolExecution.is_error).where(ToolExecution.idempotency_key == key)
