@@ -6,8 +6,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _comma_separated(value: object) -> object:
+    return [item.strip() for item in value.split(",") if item.strip()] if isinstance(value, str) else value
+
+
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
+"""A list given in the environment as `a,b,c`."""
+CommaPaths = Annotated[list[Path], NoDecode, BeforeValidator(_comma_separated)]
 
 
 def _group(prefix: str) -> SettingsConfigDict:
@@ -42,16 +51,10 @@ class SigningSettings(BaseSettings):
 
     model_config = _group("SIGNING_")
     key_file: Path | None = None
-    extra_public_key_files: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    extra_public_key_files: CommaPaths = Field(default_factory=list)
     """Comma-separated PEM files still published in the JWKS (keys being rotated out or in)."""
     issuer: str = "agent-runtime"
 
-    @field_validator("extra_public_key_files", mode="before")
-    @classmethod
-    def _split_paths(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [p.strip() for p in value.split(",") if p.strip()]
-        return value
     token_ttl_seconds: int = Field(default=300, ge=10, le=300)
 
 
@@ -77,16 +80,9 @@ class McpGatewaySettings(BaseSettings):
 
 class HttpSettings(BaseSettings):
     model_config = _group("")
-    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    cors_origins: CommaList = Field(default_factory=list)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     sse_ping_seconds: float = Field(default=15.0, gt=0)
-
-    @field_validator("cors_origins", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [o.strip() for o in value.split(",") if o.strip()]
-        return value
 
 
 class Settings(BaseSettings):

@@ -16,8 +16,7 @@ class ApprovalRepository(TenantRepository[Approval]):
     model = Approval
 
     def visible(self, principal: Principal) -> Select[tuple[Approval]]:
-        stmt = self.readable()
-        return stmt if principal.is_admin else stmt.where(Approval.owner_sub == principal.sub)
+        return self.owned(principal.owner_filter)
 
     async def get(self, principal: Principal, approval_id: uuid.UUID, *, for_update: bool = False) -> Approval | None:
         stmt = self.visible(principal).where(Approval.id == approval_id)

@@ -96,7 +96,7 @@ class ApprovalService:
         visible = (
             turn is not None
             and turn.tenant_id == self.principal.tenant_id
-            and (self.principal.is_admin or turn.owner_sub == self.principal.sub)
+            and self.principal.owner_filter in (None, turn.owner_sub)
         )
         if turn is None or not visible:
             raise NotFound(f"Turn {turn_id} not found")

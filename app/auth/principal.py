@@ -14,3 +14,8 @@ class Principal:
     @property
     def is_admin(self) -> bool:
         return "admin" in self.roles
+
+    @property
+    def owner_filter(self) -> str | None:
+        """The owner whose sessions (turns, approvals) this caller may see; None for an admin (all)."""
+        return None if self.is_admin else self.sub

@@ -21,6 +21,13 @@ class TenantRepository(Generic[ModelT]):
         stmt: Select[tuple[ModelT]] = select(self.model)  # type: ignore[assignment]
         return stmt.where(self.model.tenant_id == self.tenant_id)  # type: ignore[attr-defined]
 
+    def owned(self, owner_sub: str | None) -> Select[tuple[ModelT]]:
+        """Readable rows of one owner (`owner_sub` column), or of every owner when None."""
+        stmt = self.readable()
+        if owner_sub is None:
+            return stmt
+        return stmt.where(self.model.owner_sub == owner_sub)  # type: ignore[attr-defined]
+
     async def first(self, stmt: Select[tuple[ModelT]]) -> ModelT | None:
         row: ModelT | None = (await self.session.execute(stmt.limit(1))).scalars().first()  # type: ignore[assignment]
         return row

@@ -16,8 +16,7 @@ class SessionRepository(TenantRepository[Session]):
     model = Session
 
     def visible(self, principal: Principal) -> Select[tuple[Session]]:
-        stmt = self.readable()
-        return stmt if principal.is_admin else stmt.where(Session.owner_sub == principal.sub)
+        return self.owned(principal.owner_filter)
 
     async def get(
         self, principal: Principal, session_id: uuid.UUID, *, for_update: bool = False

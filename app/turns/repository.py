@@ -16,8 +16,7 @@ class TurnRepository(TenantRepository[Turn]):
     model = Turn
 
     def visible(self, principal: Principal) -> Select[tuple[Turn]]:
-        stmt = self.readable()
-        return stmt if principal.is_admin else stmt.where(Turn.owner_sub == principal.sub)
+        return self.owned(principal.owner_filter)
 
     async def get(self, principal: Principal, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn | None:
         stmt = self.visible(principal).where(Turn.id == turn_id)

@@ -59,8 +59,9 @@ class TurnService:
         rather than an ORM unit of work. The partial unique index on active turns is what guarantees
         one active turn per session; a second start fails on it and is answered with 409.
         """
-        owner = None if self.principal.is_admin else self.principal.sub
-        session = await self.manager.store.session_for_turn(self.principal.tenant_id, session_id, owner)
+        session = await self.manager.store.session_for_turn(
+            self.principal.tenant_id, session_id, self.principal.owner_filter
+        )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
         if session.status == "closed":
