@@ -26,10 +26,6 @@ class ToolBox:
         self._team_unit = team_unit
         self._mcp_specs: list[ToolSpec] | None = None
 
-    @property
-    def mcp_enabled(self) -> bool:
-        return self._gateway is not None
-
     async def specs(self) -> list[ToolSpec]:
         """Built-ins, then MCP tools from `tools/list` (raises McpGatewayUnavailable; discovered once)."""
         specs = [BUILTIN_TOOLS[name].spec for name in self.builtins]
