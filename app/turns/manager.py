@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
+from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.governance.gate import Governance
 from app.graph.context import TurnContext
 from app.models import Turn, TurnEvent
@@ -113,9 +114,15 @@ class TurnManager:
         task = asyncio.create_task(
             execute(self.graph, run, self._context(run, stream), stream, self.store), name=f"turn-{turn_id}"
         )
-        task.add_done_callback(lambda _: self._live.pop(turn_id, None))
+        task.add_done_callback(lambda _: self._forget(turn_id))
         self._live[turn_id] = LiveTurn(stream, task)
+        TURNS_STARTED.inc()
+        LIVE_TURNS.set(len(self._live))
         return stream
+
+    def _forget(self, turn_id: uuid.UUID) -> None:
+        self._live.pop(turn_id, None)
+        LIVE_TURNS.set(len(self._live))
 
     def _context(self, run: TurnRun, stream: TurnStream) -> TurnContext:
         snapshot, out = run.snapshot, self.outbound

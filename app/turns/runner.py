@@ -10,6 +10,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core.metrics import TURNS_ENDED
 from app.graph.context import TurnContext
 from app.graph.state import HumanDecision, TurnState
 from app.models.base import utcnow
@@ -90,7 +91,9 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
     except Exception as exc:
         log.exception("turn %s failed", run.ident.turn_id)
         outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
-    return await _despite_cancel(settle(store, stream, run, last, outcome))
+    status = await _despite_cancel(settle(store, stream, run, last, outcome))
+    TURNS_ENDED.labels(status=status).inc()
+    return status
 
 
 async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:

@@ -31,3 +31,11 @@ async def test_text_reply_streams_events_in_order(client: httpx.AsyncClient, ali
         assert frame.data["seq"] == frame.id
         assert frame.data["type"] == frame.event
         assert frame.data["turn_id"] == frames[0].data["turn_id"]
+
+
+async def test_metrics_count_started_and_ended_turns(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
+    session = await _session(client, alice, {"text": "counted"})
+    await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers=alice)
+    metrics = (await client.get("/metrics")).text
+    assert "agent_runtime_turns_started_total" in metrics
+    assert 'agent_runtime_turns_ended_total{status="completed"}' in metrics
