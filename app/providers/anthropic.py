@@ -11,26 +11,21 @@ from typing import Literal
 
 import anthropic
 import httpx2
-from anthropic.lib.streaming import TextEvent
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
-    Message,
     MessageParam,
-    TextBlock,
     ToolParam,
-    ToolUseBlock,
     UserMessageParam,
 )
 
+from app.providers.anthropic_stream import MessageAccumulator
 from app.providers.base import (
     ChatMessage,
     ModelRequest,
-    ModelResponse,
     ProviderError,
     ProviderEvent,
     TextDelta,
-    ToolCall,
     ToolSpec,
 )
 
@@ -90,22 +85,25 @@ class AnthropicProvider:
         model = _model_name(request)
         messages = to_anthropic_messages(request.messages)
         tools = [to_tool_param(spec) for spec in request.tools]
+        accumulator = MessageAccumulator()
         try:
-            async with client.messages.stream(
+            stream = await client.messages.create(
                 model=model,
                 max_tokens=request.max_tokens,
                 system=request.system or anthropic.omit,
                 messages=messages,
                 tools=tools or anthropic.omit,
-            ) as stream:
+                stream=True,
+            )
+            async with stream:
                 async for event in stream:
-                    if isinstance(event, TextEvent):
-                        yield TextDelta(event.text)
-                final = await stream.get_final_message()
+                    text = accumulator.add(event)
+                    if text:
+                        yield TextDelta(text)
         except anthropic.AnthropicError as exc:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
-        yield to_model_response(final)
+        yield accumulator.response()
 
 
 def _model_name(request: ModelRequest) -> str:
@@ -165,27 +163,6 @@ def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockPa
         for call in message.tool_calls
     )
     return "assistant", blocks
-
-
-def to_model_response(message: Message) -> ModelResponse:
-    """The final message as a ModelResponse; input tokens include cache reads and writes."""
-    text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
-    calls = [
-        ToolCall(id=block.id, name=block.name, arguments=dict(block.input))
-        for block in message.content
-        if isinstance(block, ToolUseBlock)
-    ]
-    usage = message.usage
-    input_tokens = (
-        usage.input_tokens + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-    )
-    return ModelResponse(
-        text=text,
-        tool_calls=calls,
-        input_tokens=input_tokens,
-        output_tokens=usage.output_tokens,
-        stop_reason=message.stop_reason,
-    )
 
 
 def to_provider_error(exc: anthropic.AnthropicError, *, api_key: str | None) -> ProviderError:
