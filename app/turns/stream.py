@@ -1,8 +1,8 @@
 """A live turn's events: assigned a sequence number, kept in memory for followers, written in batches.
 
 Followers read the in-memory log by cursor, so a slow reader never slows the turn and needs no
-buffer of its own; the writer batches rows (one multi-row INSERT per flush) so a token stream does
-not cost one database round trip per token.
+buffer of its own; the writer batches rows (one INSERT for all events of a flush) so a token stream
+does not cost one database round trip per token.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ FLUSH_INTERVAL_SECONDS = 0.2
 """How long rows wait to share a write. Followers in this process never wait for it (they read the
 in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
-SINGLE_STATEMENT_ROWS = 1000
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
@@ -38,7 +37,7 @@ Settle = Callable[[AsyncConnection], Awaitable[bool]]
 class TurnWriter:
     """Rows a turn produces (events, messages, usage, receipts), written together in batches.
 
-    One transaction per flush, one multi-row INSERT per table, one NOTIFY. Flushes run one at a time
+    One transaction per flush (none when a single statement writes it all). Flushes run one at a time
     under a lock and take rows in the order they were staged, so message ids keep conversation order.
     """
 
@@ -85,9 +84,10 @@ class TurnWriter:
         if not rows and settle is None:
             return True
         try:
-            if settle is None and _single_statement(rows):
+            table = rows[0][0] if rows else None
+            if settle is None and table is not None and self._one_statement(table, rows):
                 async with self._autocommit.connect() as conn:
-                    await insert_rows(conn, rows[0][0], [row for _, row in rows])
+                    await insert_rows(conn, table, [row for _, row in rows])
                 return True
             async with self._engine.begin() as conn:
                 settled = settle is None or await settle(conn)
@@ -101,6 +101,11 @@ class TurnWriter:
             raise
         return settled
 
+    def _one_statement(self, table: Table, rows: list[tuple[Table, dict[str, Any]]]) -> bool:
+        """Rows that one INSERT writes atomically need no BEGIN and COMMIT around them."""
+        same_table = all(t is table for t, _ in rows)
+        return same_table and one_statement(self._engine.dialect.name, table, len(rows))
+
     async def _run(self) -> None:
         while not self._closing.is_set():
             await self._wake.wait()
@@ -113,11 +118,6 @@ class TurnWriter:
                 await self._locked_write(None)
             except Exception:
                 log.exception("turn flush failed; retrying at the next flush")
-
-
-def _single_statement(rows: list[tuple[Table, dict[str, Any]]]) -> bool:
-    """Rows of one table that one INSERT writes atomically need no BEGIN and COMMIT around it."""
-    return len(rows) <= SINGLE_STATEMENT_ROWS and all(table is rows[0][0] for table, _ in rows)
 
 
 async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[str, Any]]]) -> None:
@@ -142,9 +142,14 @@ INSERT_EVENTS_UNNEST = text(
 )
 
 
+def one_statement(dialect: str, table: Table, count: int) -> bool:
+    """Whether `insert_rows` writes `count` rows of `table` in one (hence atomic) statement."""
+    return count == 1 or (table is EVENTS and dialect == "postgresql")
+
+
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
     """One statement for a batch of events on PostgreSQL (asyncpg runs an executemany row by row)."""
-    if table is EVENTS and len(rows) > 1 and conn.dialect.name == "postgresql":
+    if len(rows) > 1 and one_statement(conn.dialect.name, table, len(rows)):
         await conn.execute(INSERT_EVENTS_UNNEST, {c: [row[c] for row in rows] for c in EVENT_COLUMNS})
     else:
         await conn.execute(insert(table), rows)

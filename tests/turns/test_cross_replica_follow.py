@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import httpx
 
 from app.settings import Settings
 from tests.conftest import running_app
-from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import iter_frames, read_turn
 from tests.turns.loopback import serve_on_loopback
+from tests.turns.support import slow_session
 
 LONG_TEXT = " ".join(f"word{i}" for i in range(40))
-
-
-def slow_config(text: str, delay_ms: int) -> dict[str, Any]:
-    return scripted_config(model={"provider": "scripted", "script": [{"text": text}], "chunk_delay_ms": delay_ms})
 
 
 async def test_follower_on_another_replica_receives_every_event_live(
@@ -28,8 +23,7 @@ async def test_follower_on_another_replica_receives_every_event_live(
         httpx.AsyncClient(base_url=base_url, timeout=30) as runner,
         running_app(settings) as (_, follower),
     ):
-        agent = await create_agent(runner, alice, slow_config(LONG_TEXT, 20))
-        session = await create_session(runner, alice, agent["id"])
+        session = await slow_session(runner, alice, text=LONG_TEXT, delay_ms=20)
         async with runner.stream("POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=alice) as r:
             frames = iter_frames(r)
             first = await anext(frames)
@@ -53,8 +47,7 @@ async def test_cancel_sent_to_another_replica_stops_the_running_turn(
         httpx.AsyncClient(base_url=base_url, timeout=30) as runner,
         running_app(settings) as (_, other),
     ):
-        agent = await create_agent(runner, alice, slow_config(long_text, 20))
-        session = await create_session(runner, alice, agent["id"])
+        session = await slow_session(runner, alice, text=long_text, delay_ms=20)
         async with runner.stream("POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=alice) as r:
             frames = iter_frames(r)
             turn_id = (await anext(frames)).data["turn_id"]
