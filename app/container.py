@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.core.sql import Sql
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -23,5 +24,7 @@ class Container:
     session_factory: async_sessionmaker[AsyncSession]
     verifier: TokenVerifier
     http: httpx.AsyncClient
+    sql: Sql | None = field(default=None)
+    """Hot-path statements (app/core/sql.py); set by the lifespan."""
     turns: TurnManager | None = field(default=None)
     signing: SigningKeys | None = field(default=None)

@@ -23,6 +23,7 @@ from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
+from app.core.sql import open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.build import build_graph
 from app.health import router as health_router
@@ -56,7 +57,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(upgrade_head, url)
     engine = create_engine(
         url,
-        pool_size=settings.db.pool_size,
+        pool_size=settings.db.api_pool_size,
         max_overflow=settings.db.max_overflow,
         pool_timeout=settings.db.pool_timeout_seconds,
     )
@@ -91,8 +92,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     listener = None if is_sqlite(url) else EventListener(engine.url)
     if listener is not None:
         await listener.start()
+    sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
+    container.sql = sql
     container.turns = TurnManager(
         engine=engine,
+        sql=sql,
         graph=build_graph(),
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
@@ -111,6 +115,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if anthropic_client is not None:
             await anthropic_client.close()
         await http.aclose()
+        await sql.close()
         await engine.dispose()
 
 

@@ -27,10 +27,19 @@ class DbSettings(BaseSettings):
     model_config = _group("DATABASE_")
     url: str = ""
     pool_size: int = Field(default=50, ge=1)
-    """Connections kept open. Overflow connections are closed when returned, and reconnecting
-    costs far more than waiting for a pooled one, so the pool is sized for the load."""
+    """At most this many connections for running turns (PostgreSQL: an asyncpg pool, opened on
+    demand and kept while in use); a turn holds one only for the length of a statement."""
+    api_pool_size: int = Field(default=10, ge=1)
+    """Connections kept open for the REST resources (the ORM), plus `max_overflow` at peaks.
+    Overflow connections are closed when returned and reconnecting costs far more than waiting
+    for a pooled one, so the pools are sized for the load."""
     max_overflow: int = Field(default=10, ge=0)
     pool_timeout_seconds: float = Field(default=60.0, gt=0)
+
+    @property
+    def max_connections(self) -> int:
+        """The most PostgreSQL connections one process opens: both pools and the LISTEN connection."""
+        return self.pool_size + self.api_pool_size + self.max_overflow + 1
     echo: bool = False
 
 

@@ -100,29 +100,29 @@ class BenchDatabase:
 PG_MARGIN = 8  # connections left for everyone else on a shared PostgreSQL
 
 
-def server_pool() -> tuple[int, int]:
-    """agent-runtime's own pool settings (pool size, overflow), as it will read them from this environment."""
+def server_connections() -> int:
+    """The most connections agent-runtime opens with the pool settings of this environment."""
     from app.settings import DbSettings
 
-    settings = DbSettings()
-    return settings.pool_size, settings.max_overflow
+    return DbSettings().max_connections
 
 
 def pool_settings(mode: str, max_connections: int, in_use: int) -> dict[str, str]:
-    """Env overrides for agent-runtime's pool: none unless asked, or unless `auto` finds too few connections.
+    """Env overrides for agent-runtime's pools: none unless asked, or unless `auto` finds too few connections.
 
-    The server needs pool size + overflow + one LISTEN connection; on a PostgreSQL shared with others
-    (max_connections 100 by default) `auto` shrinks the pool to what is free rather than measure
-    "too many clients" errors.
+    The server needs both pools plus one LISTEN connection (`DbSettings.max_connections`); on a
+    PostgreSQL shared with others (max_connections 100 by default) `auto` shrinks the turn pool to
+    what is free rather than measure "too many clients" errors.
     """
     if mode == "default":
         return {}
     if mode != "auto":
-        return {"DATABASE_POOL_SIZE": mode, "DATABASE_MAX_OVERFLOW": "0"}
-    size, overflow = server_pool()
-    free = max_connections - in_use - PG_MARGIN - 1  # one for the LISTEN connection
-    if free >= size + overflow:
+        return {"DATABASE_POOL_SIZE": mode}
+    from app.settings import DbSettings
+
+    settings = DbSettings()
+    free = max_connections - in_use - PG_MARGIN
+    if free >= settings.max_connections:
         return {}
-    usable = max(free, 2)
-    new_size = max(1, min(size, usable // 2))
-    return {"DATABASE_POOL_SIZE": str(new_size), "DATABASE_MAX_OVERFLOW": str(max(0, usable - new_size))}
+    others = settings.max_connections - settings.pool_size
+    return {"DATABASE_POOL_SIZE": str(max(2, free - others))}

@@ -44,7 +44,7 @@ from bench.agents import (
     mint_token,
     warm_up,
 )
-from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_pool
+from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_connections
 from bench.load import ArTarget, FloorTarget, LoadResult, run_load
 from bench.procs import Proc, ProcSet, free_port, repo_root, shared_bench_dir
 from bench.report import Row, add_ratios, make_row, table, targets, targets_text
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--db-pool",
         type=_pool_mode,
         default="auto",
-        help="agent-runtime's DB pool: default (its own settings), N (N, no overflow), or auto: the default "
+        help="agent-runtime's turn pool: default (its own settings), N (DATABASE_POOL_SIZE=N), or auto: the default "
         "unless the PostgreSQL server has too few free connections (default auto)",
     )
     parser.add_argument("--json-out", type=Path, default=RESULTS, help="where to write the results JSON")
@@ -435,7 +435,7 @@ async def full_run(args: argparse.Namespace) -> int:
         if run.pool:
             log(
                 f"PostgreSQL has {used}/{limit} connections in use by others, too few for agent-runtime's pool "
-                f"{server_pool()}: running it with {run.pool}"
+                f"({server_connections()} connections): running it with {run.pool}"
             )
         stale = await db.drop_stale()
         if stale:

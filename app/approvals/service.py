@@ -21,7 +21,6 @@ from app.models.base import utcnow
 from app.turns.manager import TurnManager
 from app.turns.resume import resume_run
 from app.turns.runner import TurnRun
-from app.turns.store import TurnStore
 from app.turns.stream import TurnStream
 
 
@@ -128,7 +127,7 @@ class ApprovalService:
         if claimed.first() is None:
             raise Conflict(f"Turn {turn.id} was resumed by another decision")
         await db.refresh(turn)
-        return await resume_run(db, TurnStore(self.container.engine), turn, approval_id, decisions)
+        return await resume_run(db, self.manager.store, turn, approval_id, decisions)
 
 
 def _human(approval: Approval) -> HumanDecision:

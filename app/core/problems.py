@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.core.sql import PoolExhausted
 from app.errors import AppError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -103,7 +104,8 @@ def install_problem_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(PoolTimeout)
-    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+    @app.exception_handler(PoolExhausted)
+    async def _pool_exhausted(request: Request, exc: Exception) -> JSONResponse:
         log.warning("database pool exhausted on %s %s", request.method, request.url.path)
         response = problem_response(
             request,

@@ -6,9 +6,9 @@ import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import bindparam, select
 
+from app.core.sql import Query, Sql
 from app.governance.policy import (
     ENGINE_ERROR_RULE_ID,
     HASH_UNAVAILABLE,
@@ -24,16 +24,17 @@ from app.models import TenantPolicy
 log = logging.getLogger(__name__)
 
 
-async def load_tenant_rules(engine: AsyncEngine, tenant_id: str) -> tuple[PolicyRule, ...]:
-    """One read of the newest version (pass an AUTOCOMMIT engine to spare BEGIN and ROLLBACK)."""
-    stmt = (
-        select(TenantPolicy.policies)
-        .where(TenantPolicy.tenant_id == tenant_id)
-        .order_by(TenantPolicy.version.desc())
-        .limit(1)
-    )
-    async with engine.connect() as conn:
-        raw = await conn.scalar(stmt)
+NEWEST_TENANT_POLICIES = Query(
+    select(TenantPolicy.policies)
+    .where(TenantPolicy.tenant_id == bindparam("tenant_id"))
+    .order_by(TenantPolicy.version.desc())
+    .limit(1)
+)
+
+
+async def load_tenant_rules(sql: Sql, tenant_id: str) -> tuple[PolicyRule, ...]:
+    """One read of the newest version: a single statement, no transaction around it."""
+    raw = await sql.fetchval(NEWEST_TENANT_POLICIES, {"tenant_id": tenant_id})
     return parse_rules(raw) if raw else ()
 
 
@@ -51,9 +52,9 @@ async def judge_input(policy: PolicySet, input_text: str) -> Decision:
 
 class Governance:
     def __init__(
-        self, engine: AsyncEngine, *, tenant_id: str, agent_rules: list[dict[str, Any]], tool_blacklist: list[str]
+        self, sql: Sql, *, tenant_id: str, agent_rules: list[dict[str, Any]], tool_blacklist: list[str]
     ) -> None:
-        self._engine = engine
+        self._sql = sql
         self._tenant_id = tenant_id
         self._agent_rules = parse_rules(agent_rules)
         self._blacklist = tuple(tool_blacklist)
@@ -61,7 +62,7 @@ class Governance:
     async def current(self, point: Point) -> PolicySet | Decision:
         """The policy set in force now, or the deny that stands in for it when it cannot be read."""
         try:
-            tenant = await load_tenant_rules(self._engine, self._tenant_id)
+            tenant = await load_tenant_rules(self._sql, self._tenant_id)
         except Exception as exc:
             log.warning("policy set unavailable (%s): deny", type(exc).__name__)
             reason = f"policy engine error: {type(exc).__name__}"

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Depends, Query, Response, status
 
 from app.core.pagination import MAX_LIMIT, Page
 from app.core.problems import problem_responses
-from app.deps import CurrentPrincipal, SessionDep
+from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.sessions import schemas
-from app.sessions.service import SessionService
+from app.sessions.service import SessionService, new_session
 from app.turns.router import TurnServiceDep
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
@@ -31,9 +31,9 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
     responses=problem_responses(404, 409),
 )
 async def create_session(
-    body: schemas.SessionCreate, service: Service, response: Response
+    body: schemas.SessionCreate, container: ContainerDep, principal: CurrentPrincipal, response: Response
 ) -> schemas.Session:
-    session = schemas.Session.model_validate(await service.create(body))
+    session = await new_session(container, principal, body)
     response.headers["Location"] = f"/sessions/{session.id}"
     return session
 

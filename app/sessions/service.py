@@ -8,12 +8,28 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.repository import AgentVersionRepository
 from app.auth.principal import Principal
+from app.container import Container
+from app.core.db import unit_of_work
 from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
 from app.models import Session
 from app.models.base import utcnow
 from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SessionRepository
+from app.sessions.store import create_pinned
+
+
+async def new_session(container: Container, principal: Principal, data: schemas.SessionCreate) -> schemas.Session:
+    """One statement when the agent version can be pinned; otherwise the ORM path, for its precise error."""
+    assert container.sql is not None
+    row = await create_pinned(
+        container.sql, tenant_id=principal.tenant_id, owner_sub=principal.sub, agent_id=data.agent_id,
+        version=data.agent_version, metadata=data.metadata,
+    )  # fmt: skip
+    if row is not None:
+        return schemas.Session.model_validate(dict(row))
+    async with unit_of_work(container.session_factory) as db:
+        return schemas.Session.model_validate(await SessionService(db, principal).create(data))
 
 
 class SessionService:

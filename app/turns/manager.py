@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
+from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.graph.context import TurnContext
 from app.models import Turn, TurnEvent
@@ -59,14 +60,16 @@ class TurnManager:
         self,
         *,
         engine: AsyncEngine,
+        sql: Sql,
         graph: Any,
         providers: ProviderRegistry,
         outbound: Outbound,
         listener: EventListener | None = None,
     ) -> None:
         self.engine = engine
+        self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.listener = listener
-        self.store = TurnStore(engine)
+        self.store = TurnStore(sql)
         self.graph = graph
         self.providers = providers
         self.outbound = outbound
@@ -84,7 +87,7 @@ class TurnManager:
         """Ask the replica running the turn to cancel it; True once the turn has left `running`."""
         if self.listener is None:
             return False
-        await request_cancel(self.store.autocommit, turn_id)
+        await request_cancel(self.autocommit, turn_id)
         async with asyncio.timeout(timeout):
             while await self.store.current_status(turn_id) == "running":
                 await self.listener.wait(turn_id, 0.2)
@@ -108,7 +111,7 @@ class TurnManager:
             turn_id=run.ident.turn_id,
             tenant_id=run.ident.tenant_id,
             last_seq=run.last_seq,
-            writer=TurnWriter(self.engine),
+            writer=TurnWriter(self.store.sql),
         )
         turn_id = run.ident.turn_id
         task = asyncio.create_task(
@@ -156,7 +159,7 @@ class TurnManager:
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
             ),
             governance=Governance(
-                self.store.autocommit,
+                self.store.sql,
                 tenant_id=run.ident.tenant_id,
                 agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),
@@ -215,8 +218,9 @@ class TurnManager:
                     update(Turn)
                     .where(Turn.id == turn_id)
                     .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
-                    .returning(Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens,
-                               Turn.loop_count)
+                    .returning(
+                        Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count
+                    )
                 )
             ).one()
             data = {
@@ -227,8 +231,12 @@ class TurnManager:
             }  # fmt: skip
             await conn.execute(
                 insert(TurnEvent).values(
-                    turn_id=turn_id, seq=seq, tenant_id=row.tenant_id, type="turn.ended",
-                    data=orjson.dumps(data).decode(), created_at=utcnow(),
+                    turn_id=turn_id,
+                    seq=seq,
+                    tenant_id=row.tenant_id,
+                    type="turn.ended",
+                    data=orjson.dumps(data).decode(),
+                    created_at=utcnow(),
                 )
             )
         return True
@@ -240,7 +248,7 @@ class TurnManager:
         recovery is logged and skipped; the next sweep tries again.
         """
         try:
-            async with self.store.autocommit.connect() as conn:
+            async with self.autocommit.connect() as conn:
                 ids = list((await conn.execute(orphaned_turns())).scalars())
         except (OSError, SQLAlchemyError) as exc:
             log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
+from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound
 from app.models import ACTIVE_STATUSES, Approval, Turn
@@ -46,7 +46,7 @@ class TurnService:
     async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, TurnStream]:
         try:
             run = await self._create(session_id, body)
-        except IntegrityError as exc:
+        except INTEGRITY_ERRORS as exc:
             async with self._uow() as db:
                 active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
             raise _busy(active) from exc
@@ -55,7 +55,7 @@ class TurnService:
     async def _create(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
-        This is the hot path of every turn, so it runs as three single statements (Core, autocommit)
+        This is the hot path of every turn, so it runs as three single statements (app/core/sql.py)
         rather than an ORM unit of work. The partial unique index on active turns is what guarantees
         one active turn per session; a second start fails on it and is answered with 409.
         """
@@ -64,26 +64,26 @@ class TurnService:
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session.status == "closed":
+        if session["status"] == "closed":
             raise Conflict(f"Session {session_id} is closed")
-        limits = session.snapshot.get("limits", {})
+        limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        ident = TurnIdentity(session.tenant_id, session.id, uuid.uuid4(), session.agent_id)
+        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         now = utcnow()
         turn = {
-            "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session.id, "status": "running",
-            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session.owner_sub,
+            "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
+            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "created_at": now, "updated_at": now,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
         return TurnRun(
             ident=ident,
-            agent_version=session.agent_version,
-            owner_sub=session.owner_sub,
-            snapshot=session.snapshot,
+            agent_version=session["agent_version"],
+            owner_sub=session["owner_sub"],
+            snapshot=session["snapshot"],
             input=body.input,
             history=await self.manager.store.start_turn(turn, user_message),
             max_loops=max_loops,

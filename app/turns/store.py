@@ -1,22 +1,23 @@
 """The database side of a running turn: row builders for the batched writer, and the few reads
 and writes that must happen at once (history, the tool ledger, approvals, audit records).
 
-Single-statement reads and writes run on an AUTOCOMMIT view of the engine, so they cost one
-round trip instead of BEGIN, statement, COMMIT.
+Every statement here is a hot-path `Query` (app/core/sql.py): raw asyncpg on PostgreSQL, one round
+trip per single statement (autocommit), SQLAlchemy on SQLite.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Table, func, insert, literal, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import (
     Approval,
     AuditRecord,
@@ -35,6 +36,10 @@ from app.tools.base import ToolResult
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
+TURNS: Table = Turn.__table__  # type: ignore[assignment]
+LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
+APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
+AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,90 +81,118 @@ def decision_row(ident: TurnIdentity, **fields: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def chat_message(row: Any) -> ChatMessage:
-    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row.tool_calls or ())
+def chat_message(row: Mapping[str, Any]) -> ChatMessage:
+    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row["tool_calls"] or ())
     return ChatMessage(
-        role=row.role,
-        content=row.content,
+        role=row["role"],
+        content=row["content"],
         tool_calls=calls,
-        tool_call_id=row.tool_call_id,
-        name=row.name,
-        is_error=row.is_error,
+        tool_call_id=row["tool_call_id"],
+        name=row["name"],
+        is_error=row["is_error"],
     )
 
 
-def history_statement(tenant_id: str, session_id: uuid.UUID) -> Any:
-    return (
-        select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
-        .where(Message.tenant_id == tenant_id, Message.session_id == session_id)
-        .order_by(Message.id)
+HISTORY = Query(
+    select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
+    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    .order_by(Message.id)
+)
+_SESSION_FOR_TURN = select(
+    Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
+    Session.status,
+).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id"))  # fmt: skip
+SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
+OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
+LEDGER_GET = Query(
+    select(ToolExecution.result, ToolExecution.is_error).where(ToolExecution.idempotency_key == bindparam("key"))
+)
+LEDGER_COLUMNS = (
+    "id", "tenant_id", "session_id", "turn_id", "idempotency_key", "loop", "tool_call_id", "tool_name",
+    "arguments", "result", "is_error", "created_at",
+)  # fmt: skip
+LEDGER_PUT = {
+    name: Query(
+        dialect_insert(bare(LEDGER))
+        .values({c: bindparam(c) for c in LEDGER_COLUMNS})
+        .on_conflict_do_nothing(index_elements=["idempotency_key"])
     )
+    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
+CURRENT_STATUS = Query(select(Turn.status).where(Turn.id == bindparam("turn_id")))
+MAX_SEQ = Query(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == bindparam("turn_id")))
 
 
-async def load_history(conn: Any, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
-    return [chat_message(r) for r in await conn.execute(history_statement(tenant_id, session_id))]
+@lru_cache(maxsize=8)
+def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...]) -> Query:
+    """PostgreSQL: the turn and its user message in one statement (a data-modifying CTE).
+
+    Message parameters are prefixed `m_`; the message takes the new turn's id.
+    """
+    turns, messages = bare(TURNS), bare(MESSAGES)
+    new_turn = insert(turns).values({c: bindparam(c) for c in turn_columns}).returning(turns.c.id).cte("new_turn")
+    columns = [c for c in message_columns if c != "turn_id"]
+    values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
+    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)))
+
+
+@lru_cache(maxsize=8)
+def settle_query(columns: tuple[str, ...]) -> Query:
+    turns = bare(TURNS)
+    return Query(
+        update(turns)
+        .where(turns.c.id == bindparam("turn_id"), turns.c.status == "running")
+        .values({c: bindparam(c) for c in columns})
+        .returning(turns.c.id)
+    )
 
 
 def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Any:
     """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
+    params = {**values, "updated_at": utcnow()}
+    query = settle_query(tuple(params))
 
-    async def settle(conn: AsyncConnection) -> bool:
-        moved = await conn.execute(
-            update(Turn)
-            .where(Turn.id == ident.turn_id, Turn.status == "running")
-            .values(**values, updated_at=utcnow())
-            .returning(Turn.id)
-        )
-        return moved.first() is not None
+    async def settle(sql: Sql) -> bool:
+        return await sql.fetchrow(query, {**params, "turn_id": ident.turn_id}) is not None
 
     return settle
 
 
 class TurnStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql
 
     async def history(self, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
-        async with self.autocommit.connect() as conn:
-            return await load_history(conn, tenant_id, session_id)
+        return await load_history(self.sql, tenant_id, session_id)
 
-    async def session_for_turn(self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None) -> Any:
+    async def session_for_turn(
+        self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
+    ) -> Mapping[str, Any] | None:
         """What a new turn needs of its session (None if not visible: other tenant, or not the owner)."""
-        stmt = select(
-            Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub,
-            Session.snapshot, Session.status,
-        ).where(Session.tenant_id == tenant_id, Session.id == session_id)  # fmt: skip
-        if owner_sub is not None:
-            stmt = stmt.where(Session.owner_sub == owner_sub)
-        async with self.autocommit.connect() as conn:
-            return (await conn.execute(stmt)).first()
+        params = {"tenant_id": tenant_id, "session_id": session_id}
+        if owner_sub is None:
+            return await self.sql.fetchrow(SESSION_FOR_TURN, params)
+        return await self.sql.fetchrow(OWN_SESSION_FOR_TURN, {**params, "owner_sub": owner_sub})
 
     async def start_turn(self, turn: dict[str, Any], message: dict[str, Any]) -> list[ChatMessage]:
         """Insert a turn with its user message atomically, then read the session's history.
 
-        On PostgreSQL the two inserts are one statement (a data-modifying CTE) with no BEGIN/COMMIT;
-        elsewhere they share a transaction. The partial unique index on active turns raises
-        IntegrityError for a second active turn of the session.
+        On PostgreSQL the two inserts are one statement with no BEGIN/COMMIT; elsewhere they share a
+        transaction. The partial unique index on active turns rejects a second active turn of the
+        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised.
         """
-        if self.engine.dialect.name == "postgresql":
-            new_turn = insert(Turn).values(**turn).returning(Turn.id).cte("new_turn")
-            columns = [c for c in message if c != "turn_id"]
-            values = [literal(message[c], MESSAGES.c[c].type) for c in columns]
-            both = insert(Message).from_select([*columns, "turn_id"], select(*values, new_turn.c.id))
-            async with self.autocommit.connect() as conn:
-                await conn.execute(both)
-                return await load_history(conn, turn["tenant_id"], turn["session_id"])
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(Turn).values(**turn))
-            await conn.execute(insert(Message).values(**message))
-            return await load_history(conn, turn["tenant_id"], turn["session_id"])
+        if self.sql.dialect == "postgresql":
+            query = start_turn_query(tuple(turn), tuple(message))
+            await self.sql.execute(query, {**turn, **{f"m_{c}": v for c, v in message.items()}})
+        else:
+            async with self.sql.transaction() as tx:
+                await insert_rows(tx, TURNS, [turn])
+                await insert_rows(tx, MESSAGES, [message])
+        return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, key: str) -> ToolResult | None:
-        stmt = select(ToolExecution.result, ToolExecution.is_error).where(ToolExecution.idempotency_key == key)
-        async with self.autocommit.connect() as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else ToolResult(content=row.result, is_error=row.is_error)
+        row = await self.sql.fetchrow(LEDGER_GET, {"key": key})
+        return None if row is None else ToolResult(content=row["result"], is_error=row["is_error"])
 
     async def ledger_put(
         self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult
@@ -171,11 +204,7 @@ class TurnStore:
             "tool_name": call.name, "arguments": call.arguments, "result": result.content,
             "is_error": result.is_error, "created_at": utcnow(),
         }  # fmt: skip
-        dialect_insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
-        stmt = dialect_insert(ToolExecution).values(**values).on_conflict_do_nothing(index_elements=["idempotency_key"])
-        async with self.autocommit.connect() as conn:
-            inserted = (await conn.execute(stmt)).rowcount
-        if inserted:
+        if await self.sql.execute(LEDGER_PUT[self.sql.dialect], values):
             return result
         stored = await self.ledger_get(key)
         return stored or result
@@ -183,18 +212,17 @@ class TurnStore:
     async def record_audit(self, ident: TurnIdentity, kind: str, detail: dict[str, Any]) -> None:
         row = {"id": uuid.uuid4(), "tenant_id": ident.tenant_id, "turn_id": ident.turn_id, "kind": kind,
                "detail": detail, "created_at": utcnow()}  # fmt: skip
-        async with self.autocommit.connect() as conn:
-            await conn.execute(insert(AuditRecord).values(**row))
+        await insert_rows(self.sql, AUDIT, [row])
 
     async def create_approvals(self, rows: Sequence[dict[str, Any]]) -> None:
-        async with self.autocommit.connect() as conn:
-            await conn.execute(insert(Approval), list(rows))
+        await insert_rows(self.sql, APPROVALS, rows)
 
     async def current_status(self, turn_id: uuid.UUID) -> str:
-        async with self.autocommit.connect() as conn:
-            return str(await conn.scalar(select(Turn.status).where(Turn.id == turn_id)))
+        return str(await self.sql.fetchval(CURRENT_STATUS, {"turn_id": turn_id}))
 
     async def max_seq(self, turn_id: uuid.UUID) -> int:
-        async with self.autocommit.connect() as conn:
-            value = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == turn_id))
-        return int(value or 0)
+        return int(await self.sql.fetchval(MAX_SEQ, {"turn_id": turn_id}) or 0)
+
+
+async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
+    return [chat_message(r) for r in await sql.fetch(HISTORY, {"tenant_id": tenant_id, "session_id": session_id})]

@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy import DateTime, Integer, String, Table, Text, Uuid, bindparam, insert, text
+from sqlalchemy import DateTime, Integer, String, Table, Text, Uuid, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.sql import Query, Sql, insert_rows
 from app.core.sse import encode_frame
 from app.models import TurnEvent
 from app.models.base import utcnow
@@ -31,7 +31,7 @@ this turn on other replicas. Tool calls, approvals and the turn's end are writte
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
-Settle = Callable[[AsyncConnection], Awaitable[bool]]
+Settle = Callable[[Sql], Awaitable[bool]]
 
 
 class TurnWriter:
@@ -41,9 +41,8 @@ class TurnWriter:
     under a lock and take rows in the order they were staged, so message ids keep conversation order.
     """
 
-    def __init__(self, engine: AsyncEngine, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
-        self._engine = engine
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    def __init__(self, sql: Sql, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
+        self._sql = sql
         self._interval = interval
         self._rows: list[tuple[Table, dict[str, Any]]] = []
         self._lock = asyncio.Lock()
@@ -73,9 +72,7 @@ class TurnWriter:
             await self._task
         return await asyncio.shield(self._locked_write(settle, final))
 
-    async def _locked_write(
-        self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None = None
-    ) -> bool:
+    async def _locked_write(self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None = None) -> bool:
         async with self._lock:
             return await self._write(settle, final)
 
@@ -86,14 +83,13 @@ class TurnWriter:
         try:
             table = rows[0][0] if rows else None
             if settle is None and table is not None and self._one_statement(table, rows):
-                async with self._autocommit.connect() as conn:
-                    await insert_rows(conn, table, [row for _, row in rows])
+                await insert_batch(self._sql, table, [row for _, row in rows])
                 return True
-            async with self._engine.begin() as conn:
-                settled = settle is None or await settle(conn)
+            async with self._sql.transaction() as tx:
+                settled = settle is None or await settle(tx)
                 if settled and final is not None:
                     rows.append(final)
-                await _insert_grouped(conn, rows)
+                await _insert_grouped(tx, rows)
         except Exception:
             if final is not None and rows and rows[-1] is final:
                 rows.pop()
@@ -104,7 +100,7 @@ class TurnWriter:
     def _one_statement(self, table: Table, rows: list[tuple[Table, dict[str, Any]]]) -> bool:
         """Rows that one INSERT writes atomically need no BEGIN and COMMIT around them."""
         same_table = all(t is table for t, _ in rows)
-        return same_table and one_statement(self._engine.dialect.name, table, len(rows))
+        return same_table and one_statement(self._sql.dialect, table, len(rows))
 
     async def _run(self) -> None:
         while not self._closing.is_set():
@@ -120,39 +116,41 @@ class TurnWriter:
                 log.exception("turn flush failed; retrying at the next flush")
 
 
-async def _insert_grouped(conn: AsyncConnection, rows: list[tuple[Table, dict[str, Any]]]) -> None:
+async def _insert_grouped(sql: Sql, rows: list[tuple[Table, dict[str, Any]]]) -> None:
     by_table: dict[Table, list[dict[str, Any]]] = {}
     for table, row in rows:
         by_table.setdefault(table, []).append(row)
     for table, batch in by_table.items():
-        await insert_rows(conn, table, batch)
+        await insert_batch(sql, table, batch)
 
 
 EVENT_COLUMNS = ("turn_id", "seq", "tenant_id", "type", "data", "created_at")
-INSERT_EVENTS_UNNEST = text(
-    f"INSERT INTO turn_events ({', '.join(EVENT_COLUMNS)}) "
-    "SELECT * FROM unnest(:turn_id, :seq, :tenant_id, :type, :data, :created_at)"
-).bindparams(
-    bindparam("turn_id", type_=ARRAY(Uuid())),
-    bindparam("seq", type_=ARRAY(Integer())),
-    bindparam("tenant_id", type_=ARRAY(String())),
-    bindparam("type", type_=ARRAY(String())),
-    bindparam("data", type_=ARRAY(Text())),
-    bindparam("created_at", type_=ARRAY(DateTime(timezone=True))),
+INSERT_EVENTS_UNNEST = Query(
+    text(
+        f"INSERT INTO turn_events ({', '.join(EVENT_COLUMNS)}) "
+        "SELECT * FROM unnest(:turn_id, :seq, :tenant_id, :type, :data, :created_at)"
+    ).bindparams(
+        bindparam("turn_id", type_=ARRAY(Uuid())),
+        bindparam("seq", type_=ARRAY(Integer())),
+        bindparam("tenant_id", type_=ARRAY(String())),
+        bindparam("type", type_=ARRAY(String())),
+        bindparam("data", type_=ARRAY(Text())),
+        bindparam("created_at", type_=ARRAY(DateTime(timezone=True))),
+    )
 )
 
 
 def one_statement(dialect: str, table: Table, count: int) -> bool:
-    """Whether `insert_rows` writes `count` rows of `table` in one (hence atomic) statement."""
+    """Whether `insert_batch` writes `count` rows of `table` in one (hence atomic) statement."""
     return count == 1 or (table is EVENTS and dialect == "postgresql")
 
 
-async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """One statement for a batch of events on PostgreSQL (asyncpg runs an executemany row by row)."""
-    if len(rows) > 1 and one_statement(conn.dialect.name, table, len(rows)):
-        await conn.execute(INSERT_EVENTS_UNNEST, {c: [row[c] for row in rows] for c in EVENT_COLUMNS})
+async def insert_batch(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> None:
+    """One statement for a batch of events on PostgreSQL (its NOTIFY trigger then fires once)."""
+    if len(rows) > 1 and one_statement(sql.dialect, table, len(rows)):
+        await sql.execute(INSERT_EVENTS_UNNEST, {c: [row[c] for row in rows] for c in EVENT_COLUMNS})
     else:
-        await conn.execute(insert(table), rows)
+        await insert_rows(sql, table, rows)
 
 
 class TurnStream:

@@ -142,7 +142,7 @@ async def test_chunked_body_under_the_limit_is_processed(
 async def test_an_exhausted_connection_pool_answers_503_with_retry_after(
     database_url: str, tmp_path: Path, alice: dict[str, str]
 ) -> None:
-    db = DbSettings(url=database_url, pool_size=1, max_overflow=0, pool_timeout_seconds=0.2)
+    db = DbSettings(url=database_url, api_pool_size=1, max_overflow=0, pool_timeout_seconds=0.2)
     async with running_app(make_settings(database_url, tmp_path, db=db)) as (app, client):
         held = await app.state.container.engine.connect()
         try:
