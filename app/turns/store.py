@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -32,6 +32,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
 from app.tools.base import ToolResult
+from app.turns.batch import Settle
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
@@ -136,26 +137,9 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)))
 
 
-@lru_cache(maxsize=8)
-def settle_query(columns: tuple[str, ...]) -> Query:
-    turns = bare(TURNS)
-    return Query(
-        update(turns)
-        .where(turns.c.id == bindparam("turn_id"), turns.c.status == "running")
-        .values({c: bindparam(c) for c in columns})
-        .returning(turns.c.id)
-    )
-
-
-def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Any:
+def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Settle:
     """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
-    params = {**values, "updated_at": utcnow()}
-    query = settle_query(tuple(params))
-
-    async def settle(sql: Sql) -> bool:
-        return await sql.fetchrow(query, {**params, "turn_id": ident.turn_id}) is not None
-
-    return settle
+    return Settle(ident.turn_id, {**values, "updated_at": utcnow()})
 
 
 class TurnStore:

@@ -1,8 +1,8 @@
 """A live turn's events: assigned a sequence number, kept in memory for followers, written in batches.
 
 Followers read the in-memory log by cursor, so a slow reader never slows the turn and needs no
-buffer of its own; the writer batches rows (one INSERT for all events of a flush) so a token stream
-does not cost one database round trip per token.
+buffer of its own; the writer batches rows (one statement per flush) so a token stream does not cost
+one database round trip per token.
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from sqlalchemy import DateTime, Integer, String, Table, Text, Uuid, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Table
 
-from app.core.sql import Query, Sql, insert_rows
+from app.core.sql import Sql, insert_rows
 from app.core.sse import encode_frame
 from app.models import TurnEvent
 from app.models.base import utcnow
+from app.turns.batch import Settle, StagedRow, write_in_one_statement, write_in_transaction
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
@@ -31,20 +31,18 @@ this turn on other replicas. Tool calls, approvals and the turn's end are writte
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
-Settle = Callable[[Sql], Awaitable[bool]]
-
-
 class TurnWriter:
     """Rows a turn produces (events, messages, usage, receipts), written together in batches.
 
-    One transaction per flush (none when a single statement writes it all). Flushes run one at a time
-    under a lock and take rows in the order they were staged, so message ids keep conversation order.
+    Each write is one statement on PostgreSQL (app/turns/batch.py), a transaction elsewhere. Writes run
+    one at a time under a lock and take rows in the order they were staged, so message ids keep
+    conversation order.
     """
 
     def __init__(self, sql: Sql, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
         self._sql = sql
         self._interval = interval
-        self._rows: list[tuple[Table, dict[str, Any]]] = []
+        self._rows: list[StagedRow] = []
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._closing = asyncio.Event()
@@ -64,43 +62,32 @@ class TurnWriter:
         """
         await asyncio.shield(self._locked_write(None))
 
-    async def close(self, settle: Settle | None = None, final: tuple[Table, dict[str, Any]] | None = None) -> bool:
-        """Stop batching and write the rest with `settle` in one transaction; `final` only if it settled."""
+    async def close(self, settle: Settle | None = None, final: StagedRow | None = None) -> bool:
+        """Stop batching and write the rest with `settle` atomically; `final` only if it settled."""
         self._closing.set()
         self._wake.set()
         if self._task is not None:
             await self._task
         return await asyncio.shield(self._locked_write(settle, final))
 
-    async def _locked_write(self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None = None) -> bool:
+    async def _locked_write(self, settle: Settle | None, final: StagedRow | None = None) -> bool:
         async with self._lock:
             return await self._write(settle, final)
 
-    async def _write(self, settle: Settle | None, final: tuple[Table, dict[str, Any]] | None) -> bool:
+    async def _write(self, settle: Settle | None, final: StagedRow | None) -> bool:
         rows, self._rows = self._rows, []
         if not rows and settle is None:
             return True
         try:
-            table = rows[0][0] if rows else None
-            if settle is None and table is not None and self._one_statement(table, rows):
-                await insert_batch(self._sql, table, [row for _, row in rows])
+            if self._sql.dialect == "postgresql":
+                return await write_in_one_statement(self._sql, rows, settle, final)
+            if settle is None and len(rows) == 1:
+                await insert_rows(self._sql, rows[0][0], [rows[0][1]])
                 return True
-            async with self._sql.transaction() as tx:
-                settled = settle is None or await settle(tx)
-                if settled and final is not None:
-                    rows.append(final)
-                await _insert_grouped(tx, rows)
+            return await write_in_transaction(self._sql, rows, settle, final)
         except Exception:
-            if final is not None and rows and rows[-1] is final:
-                rows.pop()
             self._rows = rows + self._rows
             raise
-        return settled
-
-    def _one_statement(self, table: Table, rows: list[tuple[Table, dict[str, Any]]]) -> bool:
-        """Rows that one INSERT writes atomically need no BEGIN and COMMIT around them."""
-        same_table = all(t is table for t, _ in rows)
-        return same_table and one_statement(self._sql.dialect, table, len(rows))
 
     async def _run(self) -> None:
         while not self._closing.is_set():
@@ -114,43 +101,6 @@ class TurnWriter:
                 await self._locked_write(None)
             except Exception:
                 log.exception("turn flush failed; retrying at the next flush")
-
-
-async def _insert_grouped(sql: Sql, rows: list[tuple[Table, dict[str, Any]]]) -> None:
-    by_table: dict[Table, list[dict[str, Any]]] = {}
-    for table, row in rows:
-        by_table.setdefault(table, []).append(row)
-    for table, batch in by_table.items():
-        await insert_batch(sql, table, batch)
-
-
-EVENT_COLUMNS = ("turn_id", "seq", "tenant_id", "type", "data", "created_at")
-INSERT_EVENTS_UNNEST = Query(
-    text(
-        f"INSERT INTO turn_events ({', '.join(EVENT_COLUMNS)}) "
-        "SELECT * FROM unnest(:turn_id, :seq, :tenant_id, :type, :data, :created_at)"
-    ).bindparams(
-        bindparam("turn_id", type_=ARRAY(Uuid())),
-        bindparam("seq", type_=ARRAY(Integer())),
-        bindparam("tenant_id", type_=ARRAY(String())),
-        bindparam("type", type_=ARRAY(String())),
-        bindparam("data", type_=ARRAY(Text())),
-        bindparam("created_at", type_=ARRAY(DateTime(timezone=True))),
-    )
-)
-
-
-def one_statement(dialect: str, table: Table, count: int) -> bool:
-    """Whether `insert_batch` writes `count` rows of `table` in one (hence atomic) statement."""
-    return count == 1 or (table is EVENTS and dialect == "postgresql")
-
-
-async def insert_batch(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> None:
-    """One statement for a batch of events on PostgreSQL (its NOTIFY trigger then fires once)."""
-    if len(rows) > 1 and one_statement(sql.dialect, table, len(rows)):
-        await sql.execute(INSERT_EVENTS_UNNEST, {c: [row[c] for row in rows] for c in EVENT_COLUMNS})
-    else:
-        await insert_rows(sql, table, rows)
 
 
 class TurnStream:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,20 @@ async def test_an_exhausted_connection_pool_answers_503_with_retry_after(
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"
     assert response.headers["retry-after"] == "1"
+
+
+async def test_an_exhausted_hot_path_pool_answers_503_with_retry_after(
+    database_url: str, tmp_path: Path, alice: dict[str, str]
+) -> None:
+    """The turn hot path runs on an asyncpg pool of its own (app/core/sql.py): PoolExhausted, same answer."""
+    db = DbSettings(url=database_url, pool_size=1, max_overflow=5, pool_timeout_seconds=0.2)
+    path = f"/sessions/{uuid.uuid4()}/turns"
+    async with running_app(make_settings(database_url, tmp_path, db=db)) as (app, client):
+        hot = app.state.container.turns.store.sql
+        async with hot.transaction():
+            response = await client.post(path, json={"input": "hi"}, headers=alice)
+        after = await client.post(path, json={"input": "hi"}, headers=alice)
+    body = assert_problem(response, 503)
+    assert body["type"].endswith("/unavailable")
+    assert response.headers["retry-after"] == "1"
+    assert_problem(after, 404)  # the same request, once the connection is free

@@ -1,0 +1,133 @@
+"""A turn's write as one statement on PostgreSQL: every staged row and the settle, atomic without a transaction.
+
+One write of the TurnWriter (a flush, or the turn's last write) carries rows of several tables
+(events, messages, usage, receipts) and, at the end, the UPDATE that settles the turn plus the
+`turn.ended` event that may only be stored if the turn did settle. As a transaction that is BEGIN,
+one statement per table, the UPDATE and COMMIT: five to seven round trips. PostgreSQL runs
+data-modifying CTEs of a single statement atomically, so here it is one: one `INSERT … SELECT FROM
+unnest(…) WITH ORDINALITY` per table (rows keep their staged order, hence message ids keep
+conversation order), the settle as an `UPDATE … RETURNING`, and the closing event inserted only
+`WHERE EXISTS` a settled row.
+
+SQLite has no data-modifying CTEs; it writes the same rows in a transaction (`write_in_transaction`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import orjson
+from sqlalchemy import JSON, Table, Text, bindparam, cast, exists, func, insert, literal, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.sql.dml import Insert, Update
+
+from app.core.sql import Query, Sql, bare, insert_rows
+from app.models import Turn
+
+StagedRow = tuple[Table, dict[str, Any]]
+Shape = tuple[Table, tuple[str, ...]]
+TURNS: Table = Turn.__table__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Move a turn out of `running` with `values`, unless it already left it (a cancel elsewhere)."""
+
+    turn_id: uuid.UUID
+    values: Mapping[str, Any]
+
+    def params(self) -> dict[str, Any]:
+        return {"settle_turn_id": self.turn_id, **{f"s_{c}": v for c, v in self.values.items()}}
+
+
+def grouped(rows: Sequence[StagedRow]) -> dict[Shape, list[dict[str, Any]]]:
+    """Rows by table and column set, each group in staged order."""
+    groups: dict[Shape, list[dict[str, Any]]] = {}
+    for table, row in rows:
+        groups.setdefault((table, tuple(row)), []).append(row)
+    return groups
+
+
+@lru_cache(maxsize=32)
+def json_columns(table: Table) -> frozenset[str]:
+    """JSON columns travel in `unnest` as text (asyncpg would read a list value as an array dimension)."""
+    return frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
+
+
+def _column_array(table: Table, column: str, rows: list[dict[str, Any]]) -> list[Any]:
+    if column in json_columns(table):
+        return [None if row[column] is None else orjson.dumps(row[column]).decode() for row in rows]
+    return [row[column] for row in rows]
+
+
+def _unnest_insert(table: Table, columns: tuple[str, ...], prefix: str) -> Insert:
+    target, as_text = bare(table), json_columns(table)
+    arrays = [bindparam(f"{prefix}{c}", type_=ARRAY(Text() if c in as_text else target.c[c].type)) for c in columns]
+    rows = func.unnest(*arrays).table_valued(*columns, with_ordinality="ordinality").render_derived()
+    values = [cast(rows.c[c], target.c[c].type) if c in as_text else rows.c[c] for c in columns]
+    return insert(target).from_select(list(columns), select(*values).order_by(rows.c.ordinality))
+
+
+def _settle_update(columns: tuple[str, ...]) -> Update:
+    turns = bare(TURNS)
+    return (
+        update(turns)
+        .where(turns.c.id == bindparam("settle_turn_id"), turns.c.status == "running")
+        .values({c: bindparam(f"s_{c}") for c in columns})
+        .returning(turns.c.id)
+    )
+
+
+@lru_cache(maxsize=16)
+def settle_query(columns: tuple[str, ...]) -> Query:
+    return Query(_settle_update(columns))
+
+
+@lru_cache(maxsize=64)
+def write_query(shapes: tuple[Shape, ...], settle_columns: tuple[str, ...] | None, final: Shape | None) -> Query:
+    """The statement for one write of this shape; it returns how many turns it settled (0 or 1)."""
+    ctes = [_unnest_insert(table, columns, f"g{i}_").cte(f"g{i}") for i, (table, columns) in enumerate(shapes)]
+    if settle_columns is None:
+        return Query(select(literal(1)).add_cte(*ctes))
+    settled = _settle_update(settle_columns).cte("settled")
+    if final is not None:
+        table, columns = final
+        target = bare(table)
+        values = [bindparam(f"f_{c}", type_=target.c[c].type) for c in columns]
+        only_if_settled = select(*values).where(exists(select(settled)))
+        ctes.append(insert(target).from_select(list(columns), only_if_settled).cte("final"))
+    return Query(select(func.count()).select_from(settled).add_cte(*ctes))
+
+
+async def write_in_one_statement(
+    sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
+) -> bool:
+    """PostgreSQL: write `rows`, settle, and `final` if it settled; True if settled (or nothing to settle)."""
+    groups = grouped(rows)
+    params: dict[str, Any] = {}
+    for i, ((table, columns), batch) in enumerate(groups.items()):
+        params.update({f"g{i}_{c}": _column_array(table, c, batch) for c in columns})
+    settle_columns = final_shape = None
+    if settle is not None:
+        settle_columns = tuple(settle.values)
+        params.update(settle.params())
+        if final is not None:
+            final_shape = (final[0], tuple(final[1]))
+            params.update({f"f_{c}": v for c, v in final[1].items()})
+    settled = await sql.fetchval(write_query(tuple(groups), settle_columns, final_shape), params)
+    return settle is None or bool(settled)
+
+
+async def write_in_transaction(
+    sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
+) -> bool:
+    """Any backend: the same write as a transaction."""
+    async with sql.transaction() as tx:
+        settled = settle is None or await tx.fetchrow(settle_query(tuple(settle.values)), settle.params()) is not None
+        for (table, _), group in grouped([*rows, final] if settled and final is not None else rows).items():
+            await insert_rows(tx, table, group)
+    return settled
