@@ -43,10 +43,12 @@ LLM_AGENT = {
 SCRIPTED_AGENT = {"model": {"provider": "scripted", "script": [{"text": FIFTY_WORDS}]}, "limits": {"max_loops": 4}}
 
 
-async def warm_up(name: str, fn: TurnFactory, turns: int) -> None:
+async def warm_up(name: str, fn: TurnFactory, turns: int, *, concurrency: int = 5) -> None:
+    """At the highest concurrency measured, so pools are as large as in steady state (at least
+    `turns` turns, and two per client)."""
     if turns <= 0:
         return
-    load = await run_load(fn, concurrency=min(5, turns), turns=turns, cap_seconds=60)
+    load = await run_load(fn, concurrency=concurrency, turns=max(turns, 2 * concurrency), cap_seconds=60)
     if load.errors:
         print(f"[bench] warm-up {name}: {load.errors} errors {load.error_kinds()}", file=sys.stderr)
 

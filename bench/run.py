@@ -359,7 +359,10 @@ async def run_phase(run: Run, phase: Phase) -> None:
             floor_target = FloorTarget(phase.floor.url, expect_tool=tool)
             servers.insert(0, (FLOOR, phase.floor, floor_fn(floor_target)))
         for server, _proc, fn in servers:
-            await warm_up(f"{scenario}/{server}", fn, plan.warmup_turns if scenario != "idle" else 5)
+            if scenario == "idle":
+                await warm_up(f"{scenario}/{server}", fn, 5, concurrency=5)
+            else:
+                await warm_up(f"{scenario}/{server}", fn, plan.warmup_turns, concurrency=max(plan.concurrency))
         if scenario == "idle":
             for server, proc, fn in servers:
                 await measure(

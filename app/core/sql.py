@@ -227,6 +227,13 @@ async def _setup_connection(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(name, schema="pg_catalog", encoder=_json_text, decoder=orjson.loads, format="text")
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """No reset query on release (asyncpg's default sends `SELECT pg_advisory_unlock_all(); CLOSE ALL;
+    UNLISTEN *; RESET ALL;`: a second round trip per statement). Hot-path statements never change
+    session state: no SET, LISTEN, advisory lock or cursor. An open transaction is still rolled back
+    by the pool before this runs."""
+
+
 def _json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -234,9 +241,12 @@ def _json_text(value: Any) -> str:
 async def open_sql(engine: AsyncEngine, *, max_size: int, acquire_timeout: float) -> Sql:
     """The hot-path runner for `engine`'s database: an asyncpg pool on PostgreSQL, the engine elsewhere.
 
-    The pool opens connections on demand and keeps them (asyncpg closes one idle for 5 minutes).
+    The pool opens connections on demand and keeps them (asyncpg closes one idle for 5 minutes); it
+    sends no reset query when a connection is released (`_keep_session`).
     """
     if is_sqlite(engine.url.render_as_string()):
         return AlchemySql(engine)
-    pool = await asyncpg.create_pool(asyncpg_dsn(engine.url), min_size=0, max_size=max_size, init=_setup_connection)
+    pool = await asyncpg.create_pool(
+        asyncpg_dsn(engine.url), min_size=0, max_size=max_size, init=_setup_connection, reset=_keep_session
+    )
     return AsyncpgSql(pool, acquire_timeout=acquire_timeout)
