@@ -21,13 +21,15 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 import orjson
-from sqlalchemy import Table, TableClause, bindparam, column, insert
+from sqlalchemy import JSON, Table, TableClause, bindparam, column, insert
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as AsyncpgDialect
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
 
 from app.core.db import is_sqlite
 
@@ -54,7 +56,12 @@ class Query:
 
     @cached_property
     def _compiled(self) -> SQLCompiler:
-        return self.statement.compile(dialect=_ASYNCPG)  # type: ignore[attr-defined,no-any-return]
+        """IN lists (expanding parameters) are refused: asyncpg gets the SQL as compiled here, with
+        no per-call expansion. Write `= ANY(:array)` instead."""
+        compiled: SQLCompiler = self.statement.compile(dialect=_ASYNCPG)  # type: ignore[attr-defined]
+        if "__[POSTCOMPILE_" in str(compiled):
+            raise TypeError("IN lists are not supported by app.core.sql.Query; use `= ANY(:array)`")
+        return compiled
 
     @cached_property
     def sql(self) -> str:
@@ -73,8 +80,15 @@ class Query:
 @lru_cache(maxsize=32)
 def bare(table: Table) -> TableClause:
     """`table` without its Python-side defaults and primary-key RETURNING: statements on it send
-    exactly the values given (hot-path rows carry all of theirs)."""
-    return TableClause(table.name, *(column(c.name, c.type) for c in table.columns))
+    exactly the values given (hot-path rows carry all of theirs). A None in a JSON column is SQL
+    NULL, as on the asyncpg path (SQLAlchemy's JSON would store the JSON `null`)."""
+    return TableClause(table.name, *(column(c.name, _none_as_null(c.type)) for c in table.columns))
+
+
+def _none_as_null(kind: TypeEngine[Any]) -> TypeEngine[Any]:
+    return (
+        JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql") if isinstance(kind, JSON) else kind
+    )
 
 
 @lru_cache(maxsize=256)

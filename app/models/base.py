@@ -27,10 +27,15 @@ def utcnow() -> datetime:
 
 
 class UtcDateTime(TypeDecorator[datetime]):
-    """A timezone-aware timestamp on every backend: SQLite hands back naive values, read as UTC."""
+    """A timezone-aware timestamp on every backend: stored as UTC; SQLite hands back naive values, read as UTC."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            return value.astimezone(UTC)
+        return value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is not None and value.tzinfo is None:

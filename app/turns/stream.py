@@ -98,7 +98,7 @@ class TurnWriter:
             if self._closing.is_set():
                 return
             try:
-                await self._locked_write(None)
+                await asyncio.shield(self._locked_write(None))
             except Exception:
                 log.exception("turn flush failed; retrying at the next flush")
 

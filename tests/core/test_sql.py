@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
-from sqlalchemy import Table, bindparam, func, insert, literal, or_, select, text, update
+from sqlalchemy import String, Table, any_, bindparam, func, insert, literal, or_, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
@@ -236,12 +236,7 @@ async def test_timestamps_come_back_aware_and_equal(db: Sql) -> None:
     assert got["created_at"] == stamp
 
 
-async def test_a_timestamp_with_another_offset_keeps_its_instant(request: pytest.FixtureRequest, db: Sql) -> None:
-    if db.dialect == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "BUG (app/models/base.py UtcDateTime, not app/core/sql.py): SQLite stores an aware datetime's "
-            "wall-clock time without converting it to UTC, then reads it back as UTC"
-        ), raises=AssertionError))  # fmt: skip
+async def test_a_timestamp_with_another_offset_keeps_its_instant(db: Sql) -> None:
     tenant = tenant_id()
     stamp = datetime(2024, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
     await insert_rows(db, POLICIES, [policy_row(tenant, 1, created_at=stamp)])
@@ -376,19 +371,22 @@ async def test_a_missing_bind_parameter_raises_instead_of_sending_null(db: Sql) 
     assert [r["status"] for r in statuses] == ["completed"]
 
 
-async def test_an_in_list_literal_selects_the_matching_rows(request: pytest.FixtureRequest, db: Sql) -> None:
-    if db.dialect == "postgresql":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "BUG (app/core/sql.py Query): `.in_(...)` compiles to an expanding parameter; Query.sql is "
-            "str(compiled), which keeps the `(__[POSTCOMPILE_status_1])` placeholder, so PostgreSQL "
-            "answers `column \"__\" does not exist` (SQLite, run through SQLAlchemy, expands it)"
-        ), raises=asyncpg.exceptions.UndefinedColumnError))  # fmt: skip
+async def test_an_in_list_is_refused_with_a_clear_error_and_any_array_works(db: Sql) -> None:
+    """asyncpg gets the SQL as compiled once, so an IN list (an expanding parameter) cannot be expanded per
+    call: the asyncpg path refuses it by name rather than sending a placeholder; `= ANY(:array)` is the way."""
     tenant = tenant_id()
     session_id = await seed_session(db, tenant)
     failed = turn_row(tenant, session_id, status="failed")
     await insert_rows(db, TURNS, [failed, turn_row(tenant, session_id, status="completed")])
-    query = Query(select(Turn.id).where(Turn.tenant_id == bindparam("tenant"), Turn.status.in_(["failed", "x"])))
-    assert [r["id"] for r in await db.fetch(query, {"tenant": tenant})] == [failed["id"]]
+    if db.dialect != "postgresql":
+        pytest.skip("SQLite runs statements through SQLAlchemy, which expands IN lists itself")
+    in_list = Query(select(Turn.id).where(Turn.tenant_id == bindparam("tenant"), Turn.status.in_(["failed"])))
+    with pytest.raises(TypeError, match="IN lists are not supported"):
+        await db.fetch(in_list, {"tenant": tenant})
+    statuses = bindparam("statuses", type_=ARRAY(String()))
+    query = Query(select(Turn.id).where(Turn.tenant_id == bindparam("tenant"), Turn.status == any_(statuses)))
+    rows = await db.fetch(query, {"tenant": tenant, "statuses": ["failed", "x"]})
+    assert [r["id"] for r in rows] == [failed["id"]]
 
 
 # --- bare tables ----------------------------------------------------------------------------------
@@ -407,13 +405,7 @@ async def test_bare_inserts_send_only_the_given_values_not_python_defaults(engin
     assert await db.fetchval(NEWEST_POLICIES, {"tenant": tenant}) == [{"id": "v1"}]
 
 
-async def test_a_json_none_is_stored_as_sql_null_on_both_backends(request: pytest.FixtureRequest, db: Sql) -> None:
-    if db.dialect == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "DIVERGENCE (app/core/sql.py bare keeps the JSON type, none_as_null=False): through SQLAlchemy "
-            "a None is written as the JSON text 'null', through asyncpg as SQL NULL, so a NOT NULL JSON "
-            "column accepts None on SQLite and rejects it on PostgreSQL"
-        ), raises=AssertionError))  # fmt: skip
+async def test_a_json_none_is_stored_as_sql_null_on_both_backends(db: Sql) -> None:
     tenant = tenant_id()
     session_id = await seed_session(db, tenant)
     await insert_rows(db, TURNS, [turn_row(tenant, session_id, error=None)])

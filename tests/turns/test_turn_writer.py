@@ -1,0 +1,570 @@
+"""The TurnWriter's writes on real databases: one statement on PostgreSQL (asyncpg), a transaction on SQLite.
+
+Every test runs against both backends through `open_sql` (AsyncpgSql on PostgreSQL, AlchemySql on a
+migrated SQLite file), on a `running` turn with real parent rows (agent, session, runner, turn). Rows
+are read back through SQLAlchemy, independently of the writer. Writers are built with a batching
+interval of an hour, so nothing is written except by the explicit flush/end of the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import Table, delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.db import create_engine
+from app.core.migrate import upgrade_head
+from app.core.sql import INTEGRITY_ERRORS, AlchemySql, AsyncpgSql, Sql, insert_rows, open_sql
+from app.models import Agent, Runner, Session
+from app.providers.base import ChatMessage, ToolCall
+from app.turns.batch import StagedRow
+from app.turns.store import (
+    DECISIONS,
+    MESSAGES,
+    TURNS,
+    USAGE,
+    TurnIdentity,
+    decision_row,
+    message_row,
+    settle_turn,
+    usage_row,
+)
+from app.turns.stream import EVENTS, TurnStream, TurnWriter
+
+AGENTS: Table = Agent.__table__  # type: ignore[assignment]
+SESSIONS: Table = Session.__table__  # type: ignore[assignment]
+RUNNERS: Table = Runner.__table__  # type: ignore[assignment]
+NEVER = 3600.0
+"""A batching interval no test reaches: only explicit flushes and ends write."""
+POLICY_HASH = "f" * 64
+TRICKY_TEXT = "NULL, \"quoted\" {braces} [brackets] back\\slash 'single' é✓ \n newline"
+"""Text that would break an array literal or a naive JSON encoding; the string "NULL" must stay a string."""
+
+
+# --- backends -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test (migrating takes longer than a test)."""
+    path = tmp_path_factory.mktemp("writer") / "template.db"
+    await asyncio.to_thread(upgrade_head, f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+async def engine(
+    request: pytest.FixtureRequest, database_url: str, sqlite_template: Path, tmp_path: Path
+) -> AsyncIterator[AsyncEngine]:
+    if request.param == "postgresql":
+        url = database_url
+    else:
+        shutil.copy(sqlite_template, tmp_path / "writer.db")
+        url = f"sqlite+aiosqlite:///{tmp_path / 'writer.db'}"
+    created = create_engine(url, pool_size=2, max_overflow=2)
+    try:
+        yield created
+    finally:
+        await created.dispose()
+
+
+@pytest.fixture
+async def db(engine: AsyncEngine) -> AsyncIterator[Sql]:
+    sql = await open_sql(engine, max_size=4, acquire_timeout=5)
+    expected = AsyncpgSql if engine.dialect.name == "postgresql" else AlchemySql
+    assert isinstance(sql, expected)
+    try:
+        yield sql
+    finally:
+        await sql.close()
+
+
+# --- parent rows ----------------------------------------------------------------------------------
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@pytest.fixture
+async def ident(engine: AsyncEngine, db: Sql) -> AsyncIterator[TurnIdentity]:
+    """A `running` turn of a fresh tenant, leased to a runner whose heartbeat is in the future.
+
+    (So the lease sweep of an app running on the shared PostgreSQL database never fails the turn.)
+    """
+    tenant = f"writer-{uuid.uuid4().hex[:10]}"
+    agent_id, session_id, turn_id, runner_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await insert_rows(db, AGENTS, [{
+        "id": agent_id, "tenant_id": tenant, "created_at": now(), "name": "writer", "description": None,
+        "current_version": 1, "created_by": "alice", "updated_at": now(), "archived_at": None,
+    }])  # fmt: skip
+    await insert_rows(db, SESSIONS, [{
+        "id": session_id, "tenant_id": tenant, "created_at": now(), "agent_id": agent_id, "agent_version": 1,
+        "owner_sub": "alice", "snapshot": {"model": {"provider": "scripted"}}, "metadata": {}, "status": "open",
+        "updated_at": now(), "closed_at": None,
+    }])  # fmt: skip
+    await insert_rows(db, RUNNERS, [{"id": runner_id, "started_at": now(), "heartbeat_at": now() + timedelta(days=1)}])
+    await insert_rows(db, TURNS, [{
+        "id": turn_id, "tenant_id": tenant, "created_at": now(), "session_id": session_id, "status": "running",
+        "input": "go", "final_output": None, "error": None, "input_tokens": 0, "output_tokens": 0,
+        "loop_count": 0, "max_loops": 8, "max_output_tokens": 1000, "last_seq": 0, "owner_sub": "alice",
+        "resumed_by": None, "runner_id": runner_id, "updated_at": now(), "ended_at": None,
+    }])  # fmt: skip
+    try:
+        yield TurnIdentity(tenant_id=tenant, session_id=session_id, turn_id=turn_id, agent_id=agent_id)
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(TURNS).where(TURNS.c.id == turn_id, TURNS.c.status == "running").values(status="cancelled")
+            )
+            await conn.execute(delete(RUNNERS).where(RUNNERS.c.id == runner_id))
+
+
+@pytest.fixture
+async def writer(db: Sql) -> AsyncIterator[TurnWriter]:
+    created = TurnWriter(db, interval=NEVER)
+    try:
+        yield created
+    finally:
+        created._rows.clear()  # a test that left a bad row must not fail teardown
+        await created.close()
+
+
+def stream_for(ident: TurnIdentity, writer: TurnWriter, last_seq: int = 0) -> TurnStream:
+    return TurnStream(turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=last_seq, writer=writer)
+
+
+def event_row(ident: TurnIdentity, seq: int, event_type: str = "custom") -> dict[str, Any]:
+    data = orjson.dumps({"turn_id": str(ident.turn_id), "seq": seq, "type": event_type}).decode()
+    return {"turn_id": ident.turn_id, "seq": seq, "tenant_id": ident.tenant_id, "type": event_type, "data": data,
+            "created_at": now()}  # fmt: skip
+
+
+def assistant_with_calls(*calls: ToolCall) -> ChatMessage:
+    return ChatMessage(role="assistant", content="", tool_calls=calls)
+
+
+def tool_result(call: ToolCall, content: str, *, is_error: bool = False) -> ChatMessage:
+    return ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error)
+
+
+CALL_A = ToolCall(id="call-a", name="echo", arguments={"text": TRICKY_TEXT, "n": [1, 2.5, None, True], "o": {}})
+CALL_B = ToolCall(id="call-b", name="calculator", arguments={"expression": "6*7", "nested": {"k": [{"x": None}]}})
+
+
+# --- reading back ---------------------------------------------------------------------------------
+
+
+async def read(engine: AsyncEngine, table: Table, turn_id: uuid.UUID, *order: str) -> list[dict[str, Any]]:
+    query = select(table).where(table.c.turn_id == turn_id).order_by(*(table.c[c] for c in order))
+    async with engine.connect() as conn:
+        return [dict(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def count(engine: AsyncEngine, table: Table, turn_id: uuid.UUID) -> int:
+    async with engine.connect() as conn:
+        found = await conn.scalar(select(func.count()).select_from(table).where(table.c.turn_id == turn_id))
+    return int(found or 0)
+
+
+async def counts(engine: AsyncEngine, turn_id: uuid.UUID) -> dict[str, int]:
+    return {table.name: await count(engine, table, turn_id) for table in (EVENTS, MESSAGES, USAGE, DECISIONS)}
+
+
+async def turn(engine: AsyncEngine, turn_id: uuid.UUID) -> dict[str, Any]:
+    async with engine.connect() as conn:
+        row = (await conn.execute(select(TURNS).where(TURNS.c.id == turn_id))).mappings().one()
+    return dict(row)
+
+
+async def set_status(engine: AsyncEngine, turn_id: uuid.UUID, status: str) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(update(TURNS).where(TURNS.c.id == turn_id).values(status=status, final_output="kept"))
+
+
+def stored_message(row: dict[str, Any]) -> dict[str, Any]:
+    return {c: row[c] for c in ("tenant_id", "session_id", "turn_id", "role", "content", "tool_calls",
+                                "tool_call_id", "name", "is_error", "created_at")}  # fmt: skip
+
+
+def without(rows: list[StagedRow], bad: dict[str, Any]) -> list[StagedRow]:
+    return [(table, row) for table, row in rows if row is not bad]
+
+
+# --- 1. a flush of mixed rows ---------------------------------------------------------------------
+
+
+async def test_a_flush_of_mixed_rows_stores_each_row_once_with_its_values(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    messages = [
+        message_row(ident, assistant_with_calls(CALL_A, CALL_B)),
+        message_row(ident, tool_result(CALL_A, TRICKY_TEXT)),
+        message_row(ident, tool_result(CALL_B, "NULL", is_error=True)),
+        message_row(ident, ChatMessage(role="assistant", content="the answer is 42")),
+    ]
+    usage = usage_row(ident, model="scripted-1", input_tokens=11, output_tokens=7)
+    decision = decision_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="allow",
+                            rule_id="r-1", reason=TRICKY_TEXT, policy_hash=POLICY_HASH)  # fmt: skip
+
+    stream.emit("turn.started", {"input": "go"})
+    stream.emit("node.started", {"node": "llm"})
+    stream.stage(MESSAGES, messages[0])
+    stream.stage(USAGE, usage)
+    stream.emit("tool_call.started", {"id": CALL_A.id, "text": TRICKY_TEXT})
+    stream.stage(DECISIONS, decision)
+    stream.stage(MESSAGES, messages[1])
+    stream.stage(MESSAGES, messages[2])
+    stream.emit("message.delta", {"text": "the answer"})
+    stream.stage(MESSAGES, messages[3])
+    assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+    await stream.flush()
+
+    assert writer._rows == []
+    assert await counts(engine, ident.turn_id) == {"turn_events": 4, "messages": 4, "usage": 1,
+                                                   "policy_decisions": 1}  # fmt: skip
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [(e["seq"], e["type"]) for e in events] == [
+        (1, "turn.started"), (2, "node.started"), (3, "tool_call.started"), (4, "message.delta"),
+    ]  # fmt: skip
+    assert orjson.loads(events[2]["data"]) == {
+        "turn_id": str(ident.turn_id), "seq": 3, "type": "tool_call.started", "id": CALL_A.id, "text": TRICKY_TEXT,
+    }  # fmt: skip
+    assert all(e["tenant_id"] == ident.tenant_id for e in events)
+
+    stored = await read(engine, MESSAGES, ident.turn_id, "id")
+    assert [stored_message(m) for m in stored] == messages  # conversation order, every value as staged
+    assert stored[0]["tool_calls"] == [
+        {"id": "call-a", "name": "echo", "arguments": {"text": TRICKY_TEXT, "n": [1, 2.5, None, True], "o": {}}},
+        {"id": "call-b", "name": "calculator", "arguments": {"expression": "6*7", "nested": {"k": [{"x": None}]}}},
+    ]
+    assert [m["tool_calls"] for m in stored[1:]] == [None, None, None]
+    assert stored[2]["content"] == "NULL"
+    assert [m["id"] for m in stored] == sorted(m["id"] for m in stored)
+
+    [stored_usage] = await read(engine, USAGE, ident.turn_id)
+    assert {c: stored_usage[c] for c in usage} == usage
+    [stored_decision] = await read(engine, DECISIONS, ident.turn_id)
+    assert {c: stored_decision[c] for c in decision} == decision
+
+
+async def test_python_none_in_a_json_column_is_stored_as_sql_null(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    writer.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant", content="plain")))
+    writer.stage(MESSAGES, message_row(ident, assistant_with_calls(CALL_A)))
+    await writer.flush()
+    async with engine.connect() as conn:
+        nulls = await conn.scalar(
+            select(func.count()).select_from(MESSAGES)
+            .where(MESSAGES.c.turn_id == ident.turn_id, MESSAGES.c.tool_calls.is_(None))
+        )  # fmt: skip
+    assert nulls == 1
+
+
+async def test_message_ids_keep_staged_order_across_writes(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    contents = [f"m{i}" for i in range(7)]
+    for i, content in enumerate(contents[:4]):
+        stream.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant" if i % 2 else "tool", content=content)))
+        stream.emit("message.completed", {"text": content})
+    await stream.flush()
+    for content in contents[4:]:
+        stream.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant", content=content)))
+    await stream.flush()
+
+    stored = await read(engine, MESSAGES, ident.turn_id, "id")
+    assert [m["content"] for m in stored] == contents
+    assert await count(engine, EVENTS, ident.turn_id) == 4
+
+
+async def test_a_flush_with_nothing_staged_writes_nothing(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    await writer.flush()
+    assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+    assert (await turn(engine, ident.turn_id))["status"] == "running"
+
+
+async def test_a_single_staged_row_is_written(engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity) -> None:
+    """SQLite takes a shortcut for one row without a settle; the row must land all the same."""
+    row = message_row(ident, assistant_with_calls(CALL_B))
+    writer.stage(MESSAGES, row)
+    await writer.flush()
+    [stored] = await read(engine, MESSAGES, ident.turn_id, "id")
+    assert stored_message(stored) == row
+
+
+async def test_the_background_flush_writes_staged_rows_without_an_explicit_flush(
+    engine: AsyncEngine, db: Sql, ident: TurnIdentity
+) -> None:
+    writer = TurnWriter(db, interval=0.01)
+    stream = stream_for(ident, writer)
+    try:
+        for i in range(3):
+            stream.emit("message.delta", {"text": f"t{i}"})
+        async with asyncio.timeout(10):
+            while await count(engine, EVENTS, ident.turn_id) < 3:
+                await asyncio.sleep(0.02)
+        assert writer._rows == []
+    finally:
+        await writer.close()
+    assert [e["seq"] for e in await read(engine, EVENTS, ident.turn_id, "seq")] == [1, 2, 3]
+
+
+# --- 2./3. the turn's end -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "final_output"),
+    [("completed", None, "the answer is 42"), ("failed", {"code": "provider_error", "detail": {"loop": [1, 2]}}, None)],
+    ids=["completed", "failed-with-error"],
+)
+async def test_end_settles_a_running_turn_and_stores_the_closing_event_with_the_staged_rows(
+    engine: AsyncEngine,
+    writer: TurnWriter,
+    ident: TurnIdentity,
+    status: str,
+    error: dict[str, Any] | None,
+    final_output: str | None,
+) -> None:
+    stream = stream_for(ident, writer, last_seq=5)  # a resumed turn continues its sequence
+    stream.emit("node.started", {"node": "llm"})
+    message = message_row(ident, ChatMessage(role="assistant", content="the answer is 42"))
+    stream.stage(MESSAGES, message)
+    usage = usage_row(ident, model="scripted-1", input_tokens=3, output_tokens=4)
+    stream.stage(USAGE, usage)
+    stream.emit("usage", {"input_tokens": 3, "output_tokens": 4})
+    ended_at = now()
+    values = {"status": status, "final_output": final_output, "error": error, "input_tokens": 3,
+              "output_tokens": 4, "loop_count": 1, "last_seq": stream.last_seq + 1, "ended_at": ended_at}  # fmt: skip
+    settle = settle_turn(ident, values)
+    assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+
+    assert await stream.end("turn.ended", {"status": status, "error": error}, settle) is True
+
+    assert stream.done
+    row = await turn(engine, ident.turn_id)
+    assert {c: row[c] for c in values} == values
+    assert row["updated_at"] == settle.values["updated_at"]
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [(e["seq"], e["type"]) for e in events] == [(6, "node.started"), (7, "usage"), (8, "turn.ended")]
+    assert events[-1]["seq"] == stream.last_seq == row["last_seq"]
+    assert orjson.loads(events[-1]["data"]) == {
+        "turn_id": str(ident.turn_id), "seq": 8, "type": "turn.ended", "status": status, "error": error,
+    }  # fmt: skip
+    [stored] = await read(engine, MESSAGES, ident.turn_id, "id")
+    assert stored_message(stored) == message
+    assert await count(engine, USAGE, ident.turn_id) == 1
+    assert writer._rows == []
+
+
+async def test_end_with_nothing_staged_settles_and_stores_only_the_closing_event(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    settle = settle_turn(ident, {"status": "completed", "last_seq": 1, "ended_at": now()})
+    assert await stream.end("turn.ended", {"status": "completed"}, settle) is True
+    assert (await turn(engine, ident.turn_id))["status"] == "completed"
+    assert [(e["seq"], e["type"]) for e in await read(engine, EVENTS, ident.turn_id, "seq")] == [(1, "turn.ended")]
+
+
+async def test_end_on_a_turn_that_already_left_running_keeps_it_drops_the_closing_event_but_stores_the_rest(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    stream.emit("turn.started", {"input": "go"})
+    message = message_row(ident, assistant_with_calls(CALL_A))
+    stream.stage(MESSAGES, message)
+    decision = decision_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="deny",
+                            rule_id=None, reason=None, policy_hash=POLICY_HASH)  # fmt: skip
+    stream.stage(DECISIONS, decision)
+    stream.emit("policy.decision", {"verdict": "deny"})
+    await set_status(engine, ident.turn_id, "cancelled")
+    before = await turn(engine, ident.turn_id)
+
+    settle = settle_turn(ident, {"status": "completed", "final_output": "overwritten?", "last_seq": 3,
+                                 "ended_at": now()})  # fmt: skip
+    assert await stream.end("turn.ended", {"status": "completed"}, settle) is False
+
+    assert await turn(engine, ident.turn_id) == before  # status, final_output, last_seq, updated_at untouched
+    assert before["status"] == "cancelled"
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [(e["seq"], e["type"]) for e in events] == [(1, "turn.started"), (2, "policy.decision")]
+    [stored] = await read(engine, MESSAGES, ident.turn_id, "id")
+    assert stored_message(stored) == message
+    [stored_decision] = await read(engine, DECISIONS, ident.turn_id)
+    assert {c: stored_decision[c] for c in decision} == decision
+    assert writer._rows == []
+
+
+# --- 4. atomicity ---------------------------------------------------------------------------------
+
+
+def bad_row(ident: TurnIdentity, kind: str) -> StagedRow:
+    if kind == "message-of-unknown-session":
+        orphan = TurnIdentity(ident.tenant_id, uuid.uuid4(), ident.turn_id, ident.agent_id)
+        return MESSAGES, message_row(orphan, ChatMessage(role="assistant", content="orphan"))
+    return EVENTS, event_row(ident, 1, "duplicate")  # seq 1 is stored by the first flush of the test
+
+
+VIOLATIONS = pytest.mark.parametrize("kind", ["message-of-unknown-session", "event-with-duplicate-seq"])
+
+
+def stage_good_rows(ident: TurnIdentity, stream: TurnStream) -> list[dict[str, Any]]:
+    """Rows of every table, events around them; returns the messages in staged order."""
+    messages = [message_row(ident, assistant_with_calls(CALL_A)), message_row(ident, tool_result(CALL_A, "A"))]
+    stream.emit("node.started", {"node": "llm"})
+    stream.stage(MESSAGES, messages[0])
+    stream.stage(USAGE, usage_row(ident, model="scripted-1", input_tokens=1, output_tokens=2))
+    stream.stage(DECISIONS, decision_row(ident, point="tool", verdict="allow", policy_hash=POLICY_HASH))
+    stream.emit("tool_call.completed", {"id": CALL_A.id})
+    stream.stage(MESSAGES, messages[1])
+    return messages
+
+
+@VIOLATIONS
+async def test_a_failing_flush_stores_nothing_of_its_rows_and_keeps_them_for_the_next_one(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity, kind: str
+) -> None:
+    stream = stream_for(ident, writer)
+    stream.emit("turn.started", {"input": "go"})
+    await stream.flush()
+    messages = stage_good_rows(ident, stream)
+    bad = bad_row(ident, kind)
+    stream.stage(*bad)
+    stream.emit("message.delta", {"text": "after the bad row"})
+    staged = list(writer._rows)
+    assert len(staged) == 8
+
+    with pytest.raises(INTEGRITY_ERRORS):
+        await stream.flush()
+
+    assert await counts(engine, ident.turn_id) == {"turn_events": 1, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+    assert writer._rows == staged  # all of them, in staged order
+
+    writer._rows = without(writer._rows, bad[1])
+    await stream.flush()
+
+    assert writer._rows == []
+    assert await counts(engine, ident.turn_id) == {"turn_events": 4, "messages": 2, "usage": 1,
+                                                   "policy_decisions": 1}  # fmt: skip
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [(e["seq"], e["type"]) for e in events] == [
+        (1, "turn.started"), (2, "node.started"), (3, "tool_call.completed"), (4, "message.delta"),
+    ]  # fmt: skip
+    assert [stored_message(m) for m in await read(engine, MESSAGES, ident.turn_id, "id")] == messages
+
+
+@VIOLATIONS
+async def test_a_failing_last_write_neither_settles_nor_stores_anything_and_can_be_retried(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity, kind: str
+) -> None:
+    stream = stream_for(ident, writer)
+    stream.emit("turn.started", {"input": "go"})
+    await stream.flush()
+    stage_good_rows(ident, stream)
+    bad = bad_row(ident, kind)
+    writer.stage(*bad)
+    staged = list(writer._rows)
+    closing = event_row(ident, stream.last_seq + 1, "turn.ended")
+    settle = settle_turn(ident, {"status": "completed", "last_seq": closing["seq"], "ended_at": now()})
+
+    with pytest.raises(INTEGRITY_ERRORS):
+        await writer.close(settle, (EVENTS, closing))
+
+    assert (await turn(engine, ident.turn_id))["status"] == "running"
+    assert await counts(engine, ident.turn_id) == {"turn_events": 1, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+    assert writer._rows == staged
+
+    writer._rows = without(writer._rows, bad[1])
+    assert await writer.close(settle, (EVENTS, closing)) is True
+
+    assert (await turn(engine, ident.turn_id))["status"] == "completed"
+    assert await counts(engine, ident.turn_id) == {"turn_events": 4, "messages": 2, "usage": 1,
+                                                   "policy_decisions": 1}  # fmt: skip
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [e["type"] for e in events][-1] == "turn.ended"
+    assert [e["seq"] for e in events] == [1, 2, 3, 4]
+
+
+async def test_a_failing_end_through_the_stream_leaves_the_turn_running(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    stage_good_rows(ident, stream)
+    stream.stage(*bad_row(ident, "message-of-unknown-session"))
+    settle = settle_turn(ident, {"status": "completed", "last_seq": stream.last_seq + 1, "ended_at": now()})
+
+    with pytest.raises(INTEGRITY_ERRORS):
+        await stream.end("turn.ended", {"status": "completed"}, settle)
+
+    assert stream.done
+    assert (await turn(engine, ident.turn_id))["status"] == "running"
+    assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
+                                                   "policy_decisions": 0}  # fmt: skip
+    assert len(writer._rows) == 7  # the closing event is not kept: a retry passes it again
+
+
+# --- 5. rows of one table with different column sets ------------------------------------------------
+
+
+async def test_decision_rows_with_different_column_sets_in_one_write_are_all_stored(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    short = decision_row(ident, point="input", verdict="allow", policy_hash=POLICY_HASH)
+    full = decision_row(ident, point="tool", tool_call_id=CALL_B.id, tool_name=CALL_B.name, verdict="deny",
+                        rule_id="no-calc", reason=TRICKY_TEXT, policy_hash=POLICY_HASH)  # fmt: skip
+    other_short = decision_row(ident, point="output", verdict="allow", policy_hash=POLICY_HASH)
+    assert tuple(short) != tuple(full)
+    writer.stage(DECISIONS, short)
+    writer.stage(DECISIONS, full)
+    writer.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant", content="between")))
+    writer.stage(DECISIONS, other_short)
+    await writer.flush()
+
+    stored = {row["id"]: row for row in await read(engine, DECISIONS, ident.turn_id)}
+    assert set(stored) == {short["id"], full["id"], other_short["id"]}
+    for staged in (short, full, other_short):
+        assert {c: stored[staged["id"]][c] for c in staged} == staged
+    for missing in ("tool_call_id", "tool_name", "rule_id", "reason"):
+        assert stored[short["id"]][missing] is None
+        assert stored[other_short["id"]][missing] is None
+    assert await count(engine, MESSAGES, ident.turn_id) == 1
+
+
+# --- 6. many events -------------------------------------------------------------------------------
+
+
+async def test_a_write_of_many_events_stores_them_all_in_seq_order(
+    engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
+) -> None:
+    stream = stream_for(ident, writer)
+    texts = [f"token {i} {TRICKY_TEXT if i % 50 == 0 else ''}" for i in range(200)]
+    seqs = [stream.emit("message.delta", {"text": text}) for text in texts]
+    assert seqs == list(range(1, 201))
+    assert len(writer._rows) == 200
+    await stream.flush()
+
+    events = await read(engine, EVENTS, ident.turn_id, "seq")
+    assert [e["seq"] for e in events] == seqs
+    assert [orjson.loads(e["data"])["text"] for e in events] == texts
+    assert {e["type"] for e in events} == {"message.delta"}
+    assert writer._rows == []
