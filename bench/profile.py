@@ -1,6 +1,6 @@
 """Profile agent-runtime under the bench load with py-spy, and print where the samples fall.
 
-    .venv/bin/pip install py-spy           # a local tool, not a project dependency
+    make install                           # py-spy comes with the dev extras
     python -m bench.profile --scenario text --concurrency 10 --duration 20
 
 Starts the same mock and agent-runtime as `bench.run` (fresh database, dropped at the end), warms up,
@@ -111,7 +111,7 @@ def db_stats_text(before: dict[str, int], after: dict[str, int], turns: int) -> 
 async def profile(args: argparse.Namespace) -> int:
     spy = _py_spy()
     if spy is None:
-        print("bench.profile: py-spy not found; `.venv/bin/pip install py-spy` (local tool only)", file=sys.stderr)
+        print("bench.profile: py-spy not found; run `make install` (py-spy is a dev extra)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="agent-runtime-profile-"))
     db = BenchDatabase(args.pg_url or admin_url_from_env())
