@@ -119,8 +119,8 @@ class Sql(Protocol):
 
 
 async def insert_rows(sql: Sql, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert rows of one table; columns are the first row's keys (missing keys are NULL)."""
-    columns = tuple(rows[0])
+    """Insert rows of one table; columns are every key of any row (a key a row lacks is NULL)."""
+    columns = tuple(dict.fromkeys(key for row in rows for key in row))
     query = insert_query(table, columns)
     if len(rows) == 1:
         await sql.execute(query, rows[0])

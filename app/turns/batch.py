@@ -6,8 +6,8 @@ One write of the TurnWriter (a flush, or the turn's last write) carries rows of 
 one statement per table, the UPDATE and COMMIT: five to seven round trips. PostgreSQL runs
 data-modifying CTEs of a single statement atomically, so here it is one: one `INSERT … SELECT FROM
 unnest(…) WITH ORDINALITY` per table (rows keep their staged order, hence message ids keep
-conversation order), the settle as an `UPDATE … RETURNING`, and the closing event inserted only
-`WHERE EXISTS` a settled row.
+conversation order), the settle as an `UPDATE … RETURNING`, the closing event inserted only
+`WHERE EXISTS` a settled row, and the `pg_notify` for followers on other replicas.
 
 SQLite has no data-modifying CTEs; it writes the same rows in a transaction (`write_in_transaction`).
 """
@@ -26,11 +26,13 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.core.sql import Query, Sql, bare, insert_rows
-from app.models import Turn
+from app.models import Turn, TurnEvent
+from app.turns.notify import CHANNEL
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
+EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +90,27 @@ def settle_query(columns: tuple[str, ...]) -> Query:
 
 
 @lru_cache(maxsize=64)
-def write_query(shapes: tuple[Shape, ...], settle_columns: tuple[str, ...] | None, final: Shape | None) -> Query:
-    """The statement for one write of this shape; it returns how many turns it settled (0 or 1)."""
+def write_query(
+    shapes: tuple[Shape, ...], settle_columns: tuple[str, ...] | None, final: Shape | None, notify: bool
+) -> Query:
+    """The statement for one write of this shape; it returns how many turns it settled (0 or 1).
+
+    With `notify`, it also tells followers on other replicas that the turn has new events (one NOTIFY,
+    sent at commit; see app/turns/notify.py).
+    """
     ctes = [_unnest_insert(table, columns, f"g{i}_").cte(f"g{i}") for i, (table, columns) in enumerate(shapes)]
-    if settle_columns is None:
-        return Query(select(literal(1)).add_cte(*ctes))
-    settled = _settle_update(settle_columns).cte("settled")
-    if final is not None:
-        table, columns = final
-        target = bare(table)
-        values = [bindparam(f"f_{c}", type_=target.c[c].type) for c in columns]
-        only_if_settled = select(*values).where(exists(select(settled)))
-        ctes.append(insert(target).from_select(list(columns), only_if_settled).cte("final"))
-    return Query(select(func.count()).select_from(settled).add_cte(*ctes))
+    settled_count: Any = literal(1)
+    if settle_columns is not None:
+        settled = _settle_update(settle_columns).cte("settled")
+        if final is not None:
+            table, columns = final
+            target = bare(table)
+            values = [bindparam(f"f_{c}", type_=target.c[c].type) for c in columns]
+            only_if_settled = select(*values).where(exists(select(settled)))
+            ctes.append(insert(target).from_select(list(columns), only_if_settled).cte("final"))
+        settled_count = select(func.count()).select_from(settled).scalar_subquery()
+    notification = [func.pg_notify(CHANNEL, bindparam("notify_turn_id", type_=Text()))] if notify else []
+    return Query(select(settled_count, *notification).add_cte(*ctes))
 
 
 async def write_in_one_statement(
@@ -109,6 +119,9 @@ async def write_in_one_statement(
     """PostgreSQL: write `rows`, settle, and `final` if it settled; True if settled (or nothing to settle)."""
     groups = grouped(rows)
     params: dict[str, Any] = {}
+    events = [row for table, row in rows if table is EVENTS] or ([final[1]] if final is not None else [])
+    if events:
+        params["notify_turn_id"] = str(events[0]["turn_id"])
     for i, ((table, columns), batch) in enumerate(groups.items()):
         params.update({f"g{i}_{c}": _column_array(table, c, batch) for c in columns})
     settle_columns = final_shape = None
@@ -118,7 +131,7 @@ async def write_in_one_statement(
         if final is not None:
             final_shape = (final[0], tuple(final[1]))
             params.update({f"f_{c}": v for c, v in final[1].items()})
-    settled = await sql.fetchval(write_query(tuple(groups), settle_columns, final_shape), params)
+    settled = await sql.fetchval(write_query(tuple(groups), settle_columns, final_shape, bool(events)), params)
     return settle is None or bool(settled)
 
 

@@ -26,7 +26,7 @@ from app.providers.registry import ProviderRegistry
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
 from app.turns.lease import RunnerLease, orphaned_turns
-from app.turns.notify import EventListener, request_cancel
+from app.turns.notify import EventListener, notify_followers, request_cancel
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
 from app.turns.stream import TurnStream, TurnWriter
@@ -239,6 +239,8 @@ class TurnManager:
                     created_at=utcnow(),
                 )
             )
+            if conn.dialect.name == "postgresql":
+                await notify_followers(conn, turn_id)
         return True
 
     async def recover(self) -> int:

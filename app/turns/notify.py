@@ -1,5 +1,5 @@
-"""Cross-replica wake-ups: inserts into turn_events NOTIFY (a trigger, migration 0003), and
-followers of turns run elsewhere LISTEN.
+"""Cross-replica wake-ups: every write of events NOTIFYs (in the write's own statement, see
+app/turns/batch.py), and followers of turns run elsewhere LISTEN.
 
 A follower whose turn runs in another process replays from `turn_events`; this only tells it
 when to look again, so a lost notification costs at most one poll interval, never an event.
@@ -18,13 +18,21 @@ from typing import Any
 import asyncpg
 from sqlalchemy import text
 from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 log = logging.getLogger(__name__)
 CHANNEL = "agent_runtime_turn_events"
 CANCEL_CHANNEL = "agent_runtime_turn_cancel"
 """Asks whichever replica runs a turn to cancel it (see TurnService.cancel)."""
 SEND_CANCEL = text(f"SELECT pg_notify('{CANCEL_CHANNEL}', :turn_id)")
+
+
+SEND_EVENTS = text(f"SELECT pg_notify('{CHANNEL}', :turn_id)")
+
+
+async def notify_followers(conn: AsyncConnection, turn_id: uuid.UUID) -> None:
+    """New events of `turn_id` (sent at commit). The turn's writer sends its own in its write statement."""
+    await conn.execute(SEND_EVENTS, {"turn_id": str(turn_id)})
 
 
 async def request_cancel(engine: AsyncEngine, turn_id: uuid.UUID) -> None:

@@ -19,16 +19,14 @@ from sqlalchemy import Table
 
 from app.core.sql import Sql, insert_rows
 from app.core.sse import encode_frame
-from app.models import TurnEvent
 from app.models.base import utcnow
-from app.turns.batch import Settle, StagedRow, write_in_one_statement, write_in_transaction
+from app.turns.batch import EVENTS, Settle, StagedRow, write_in_one_statement, write_in_transaction
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
 """How long rows wait to share a write. Followers in this process never wait for it (they read the
 in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
-EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
 class TurnWriter:

@@ -1,4 +1,4 @@
-"""The NOTIFY trigger on turn_events wakes listeners in other processes."""
+"""A write of events NOTIFYs (in the write's own statement) and wakes listeners in other processes."""
 
 from __future__ import annotations
 
@@ -7,17 +7,16 @@ import uuid
 
 import httpx
 from fastapi import FastAPI
-from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 
-from app.models import TurnEvent
 from app.models.base import utcnow
 from app.turns.notify import EventListener
+from app.turns.stream import EVENTS, TurnWriter
 from tests.factories import create_agent, create_session
 from tests.sse import read_turn
 
 
-async def test_an_inserted_event_notifies_a_listener_of_its_turn(
+async def test_a_written_event_notifies_a_listener_of_its_turn(
     app: FastAPI, client: httpx.AsyncClient, alice: dict[str, str], tenant: str, database_url: str
 ) -> None:
     agent = await create_agent(client, alice)
@@ -33,8 +32,9 @@ async def test_an_inserted_event_notifies_a_listener_of_its_turn(
         await asyncio.sleep(0.1)
         row = {"turn_id": turn_id, "seq": frames[-1].id + 1, "tenant_id": tenant, "type": "node.started",
                "data": "{}", "created_at": utcnow()}
-        async with app.state.container.engine.begin() as conn:
-            await conn.execute(insert(TurnEvent).values(**row))
+        writer = TurnWriter(app.state.container.sql)
+        writer.stage(EVENTS, row)
+        await writer.close()
         assert await woke is True
         assert await unrelated is False
     finally:
