@@ -77,7 +77,7 @@ class Plan:
     quick: bool
 
     def turns_for(self, concurrency: int) -> int:
-        return self.turns if self.turns is not None else max(20, 6 * concurrency)
+        return self.turns if self.turns is not None else max(100, 10 * concurrency)
 
 
 def _int_list(value: str) -> list[int]:
@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 and 5 clients, 10 turns, 100 streams")
     parser.add_argument("--concurrency", type=_int_list, default=None, help="client counts (default 1,10,50)")
-    parser.add_argument("--turns", type=_positive, default=None, help="turns per scenario (default max(20, 6*clients))")
+    parser.add_argument("--turns", type=_positive, default=None, help="turns per run (default max(100, 10*clients))")
     parser.add_argument(
         "--scenarios",
         type=_scenarios,

@@ -1,13 +1,25 @@
-"""The one SSE response factory: pre-encoded frames, `: ping` heartbeats, cleanup on disconnect."""
+"""The one SSE response: pre-encoded frames, `: ping` heartbeats, cleanup on disconnect, stuck readers dropped.
+
+Written for this service's streams rather than taken from sse-starlette: every frame here is already
+encoded (bytes), and sse-starlette spends per frame a cancel scope for its send timeout and an
+encoding pass, which showed in the profiles of busy turns. Here a frame costs one `send`; pings, the
+send timeout and disconnects are watched by one timer per stream.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 SSE_MEDIA_TYPE = "text/event-stream"
+PING_FRAME = b": ping\n\n"
+SEND_TIMEOUT_SECONDS = 30.0
+"""A reader that accepts nothing for this long is dropped; it rejoins with Last-Event-ID."""
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 class EventStreamResponse(Response):
@@ -21,20 +33,96 @@ def encode_frame(seq: int, event_type: str, data_json: str) -> bytes:
     return f"id: {seq}\nevent: {event_type}\ndata: {data_json}\n\n".encode()
 
 
-def _ping() -> ServerSentEvent:
-    return ServerSentEvent(comment="ping")
+class _Clock:
+    __slots__ = ("last_sent", "sending_since")
+
+    def __init__(self, now: float) -> None:
+        self.last_sent = now
+        self.sending_since: float | None = None
 
 
-SEND_TIMEOUT_SECONDS = 30.0
-"""A reader that accepts nothing for this long is dropped; it rejoins with Last-Event-ID."""
+class FrameStream(StreamingResponse):
+    """Streams `frames` until they end, the client disconnects, or a send stalls `send_timeout` seconds.
+
+    A `: ping` comment goes out after `ping_seconds` without a frame. Frames and pings never overlap
+    (one lock); the frame iterator is closed in every case, so a follower's cleanup always runs.
+    """
+
+    def __init__(
+        self, frames: AsyncIterator[bytes], *, ping_seconds: float, send_timeout: float = SEND_TIMEOUT_SECONDS
+    ) -> None:
+        super().__init__(frames, media_type=SSE_MEDIA_TYPE, headers=HEADERS)
+        self._frames = frames
+        self._ping_seconds = ping_seconds
+        self._send_timeout = send_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        clock = _Clock(loop.time())
+        lock = asyncio.Lock()
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        pump = asyncio.create_task(self._pump(send, lock, clock))
+        gone = asyncio.create_task(_until_disconnect(receive))
+        tick = min(self._ping_seconds, self._send_timeout, 1.0)
+        finished = False
+        try:
+            while True:
+                await asyncio.wait((pump, gone), timeout=tick, return_when=asyncio.FIRST_COMPLETED)
+                if pump.done():
+                    finished = pump.result()
+                    break
+                now = loop.time()
+                if gone.done() or (
+                    clock.sending_since is not None and now - clock.sending_since >= self._send_timeout
+                ):
+                    break
+                idle = clock.sending_since is None and now - clock.last_sent >= self._ping_seconds
+                if idle and not await self._ping(send, lock, clock):
+                    break
+        finally:
+            for task in (pump, gone):
+                task.cancel()
+            await asyncio.gather(pump, gone, return_exceptions=True)
+            aclose = getattr(self._frames, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+        if finished:
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump(self, send: Send, lock: asyncio.Lock, clock: _Clock) -> bool:
+        """Send every frame; False if the client went away (the ASGI server raised on send)."""
+        loop = asyncio.get_running_loop()
+        async for chunk in self._frames:
+            async with lock:
+                clock.sending_since = loop.time()
+                try:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except OSError:
+                    return False
+                clock.sending_since = None
+                clock.last_sent = loop.time()
+        return True
+
+    async def _ping(self, send: Send, lock: asyncio.Lock, clock: _Clock) -> bool:
+        """False if the reader is gone or stuck (the ping could not be sent within the send timeout)."""
+        loop = asyncio.get_running_loop()
+        async with lock:
+            try:
+                async with asyncio.timeout(self._send_timeout):
+                    await send({"type": "http.response.body", "body": PING_FRAME, "more_body": True})
+            except (OSError, TimeoutError):
+                return False
+            clock.last_sent = loop.time()
+        return True
 
 
-def event_stream_response(frames: AsyncIterator[bytes], *, ping_seconds: float) -> EventSourceResponse:
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def event_stream_response(frames: AsyncIterator[bytes], *, ping_seconds: float) -> FrameStream:
     """Followers read a turn's log by cursor, so a slow one holds no buffer and never slows the turn."""
-    return EventSourceResponse(
-        frames,
-        ping=max(1, round(ping_seconds)),
-        ping_message_factory=_ping,
-        send_timeout=SEND_TIMEOUT_SECONDS,
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return FrameStream(frames, ping_seconds=ping_seconds)
