@@ -28,6 +28,8 @@ from app.core.migrate import upgrade_head
 from app.main import create_app
 from app.settings import AuthSettings, DbSettings, Settings
 
+pytest_plugins = ["tests.backends"]
+
 TEST_SECRET = "test-secret-of-sufficient-length-0123456789"
 BASE_URL = os.environ.get("TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +19,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.db import create_engine
-from app.core.migrate import upgrade_head
 from app.core.sql import (
     INTEGRITY_ERRORS,
     AlchemySql,
@@ -66,39 +63,6 @@ SET_STATUS = Query(
 
 
 # --- backends -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied for each test (migrating takes longer than a test)."""
-    path = tmp_path_factory.mktemp("sql") / "template.db"
-    await asyncio.to_thread(upgrade_head, f"sqlite+aiosqlite:///{path}")
-    return path
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(
-    request: pytest.FixtureRequest, database_url: str, sqlite_template: Path, tmp_path: Path
-) -> AsyncIterator[AsyncEngine]:
-    if request.param == "postgresql":
-        url = database_url
-    else:
-        shutil.copy(sqlite_template, tmp_path / "hot.db")
-        url = f"sqlite+aiosqlite:///{tmp_path / 'hot.db'}"
-    created = create_engine(url, pool_size=2, max_overflow=2)
-    try:
-        yield created
-    finally:
-        await created.dispose()
-
-
-@pytest.fixture
-async def db(engine: AsyncEngine) -> AsyncIterator[Sql]:
-    sql = await open_sql(engine, max_size=4, acquire_timeout=5)
-    try:
-        yield sql
-    finally:
-        await sql.close()
 
 
 @asynccontextmanager

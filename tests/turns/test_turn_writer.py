@@ -9,11 +9,9 @@ interval of an hour, so nothing is written except by the explicit flush/end of t
 from __future__ import annotations
 
 import asyncio
-import shutil
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,9 +19,7 @@ import pytest
 from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.db import create_engine
-from app.core.migrate import upgrade_head
-from app.core.sql import INTEGRITY_ERRORS, AlchemySql, AsyncpgSql, Sql, insert_rows, open_sql
+from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.models import Agent, Runner, Session
 from app.providers.base import ChatMessage, ToolCall
 from app.turns.batch import StagedRow
@@ -51,41 +47,6 @@ TRICKY_TEXT = "NULL, \"quoted\" {braces} [brackets] back\\slash 'single' é✓ \
 
 
 # --- backends -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated SQLite file, copied for each test (migrating takes longer than a test)."""
-    path = tmp_path_factory.mktemp("writer") / "template.db"
-    await asyncio.to_thread(upgrade_head, f"sqlite+aiosqlite:///{path}")
-    return path
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def engine(
-    request: pytest.FixtureRequest, database_url: str, sqlite_template: Path, tmp_path: Path
-) -> AsyncIterator[AsyncEngine]:
-    if request.param == "postgresql":
-        url = database_url
-    else:
-        shutil.copy(sqlite_template, tmp_path / "writer.db")
-        url = f"sqlite+aiosqlite:///{tmp_path / 'writer.db'}"
-    created = create_engine(url, pool_size=2, max_overflow=2)
-    try:
-        yield created
-    finally:
-        await created.dispose()
-
-
-@pytest.fixture
-async def db(engine: AsyncEngine) -> AsyncIterator[Sql]:
-    sql = await open_sql(engine, max_size=4, acquire_timeout=5)
-    expected = AsyncpgSql if engine.dialect.name == "postgresql" else AlchemySql
-    assert isinstance(sql, expected)
-    try:
-        yield sql
-    finally:
-        await sql.close()
 
 
 # --- parent rows ----------------------------------------------------------------------------------
