@@ -57,39 +57,45 @@ class FrameStream(StreamingResponse):
         self._send_timeout = send_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        loop = asyncio.get_running_loop()
-        clock = _Clock(loop.time())
-        lock = asyncio.Lock()
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        pump = asyncio.create_task(self._pump(send, lock, clock))
-        gone = asyncio.create_task(_until_disconnect(receive))
-        tick = min(self._ping_seconds, self._send_timeout, 1.0)
-        finished = False
         try:
-            while True:
-                await asyncio.wait((pump, gone), timeout=tick, return_when=asyncio.FIRST_COMPLETED)
-                if pump.done():
-                    finished = pump.result()
-                    break
-                now = loop.time()
-                if gone.done() or (
-                    clock.sending_since is not None and now - clock.sending_since >= self._send_timeout
-                ):
-                    break
-                idle = clock.sending_since is None and now - clock.last_sent >= self._ping_seconds
-                if idle and not await self._ping(send, lock, clock):
-                    break
+            async with asyncio.timeout(self._send_timeout):
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            if await self._stream(receive, send):
+                async with asyncio.timeout(self._send_timeout):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except (OSError, TimeoutError):
+            return
         finally:
-            for task in (pump, gone):
-                task.cancel()
-            await asyncio.gather(pump, gone, return_exceptions=True)
             aclose = getattr(self._frames, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
-        if finished:
-            with contextlib.suppress(OSError):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream(self, receive: Receive, send: Send) -> bool:
+        """Send frames and pings; True when the frames ended (False: the client left or stalled)."""
+        loop = asyncio.get_running_loop()
+        clock = _Clock(loop.time())
+        lock = asyncio.Lock()
+        pump = asyncio.create_task(self._pump(send, lock, clock))
+        gone = asyncio.create_task(_until_disconnect(receive))
+        tick = min(self._ping_seconds, self._send_timeout, 1.0)
+        try:
+            while True:
+                await asyncio.wait((pump, gone), timeout=tick, return_when=asyncio.FIRST_COMPLETED)
+                if pump.done():
+                    return pump.result()
+                now = loop.time()
+                if gone.done() or (
+                    clock.sending_since is not None and now - clock.sending_since >= self._send_timeout
+                ):
+                    return False
+                idle = clock.sending_since is None and now - clock.last_sent >= self._ping_seconds
+                if idle and not await self._ping(send, lock, clock):
+                    return False
+        finally:
+            for task in (pump, gone):
+                task.cancel()
+            await asyncio.gather(pump, gone, return_exceptions=True)
 
     async def _pump(self, send: Send, lock: asyncio.Lock, clock: _Clock) -> bool:
         """Send every frame; False if the client went away (the ASGI server raised on send)."""
