@@ -95,8 +95,9 @@ def write_query(
 ) -> Query:
     """The statement for one write of this shape; it returns how many turns it settled (0 or 1).
 
-    With `notify`, it also tells followers on other replicas that the turn has new events (one NOTIFY,
-    sent at commit; see app/turns/notify.py).
+    With `notify`, it also tells followers on other replicas which turns have new events (one NOTIFY
+    per turn, sent at commit; see app/turns/notify.py). A write may carry rows of many turns (the
+    shared flush of app/turns/stream.py), but at most one settle.
     """
     ctes = [_unnest_insert(table, columns, f"g{i}_").cte(f"g{i}") for i, (table, columns) in enumerate(shapes)]
     settled_count: Any = literal(1)
@@ -109,8 +110,11 @@ def write_query(
             only_if_settled = select(*values).where(exists(select(settled)))
             ctes.append(insert(target).from_select(list(columns), only_if_settled).cte("final"))
         settled_count = select(func.count()).select_from(settled).scalar_subquery()
-    notification = [func.pg_notify(CHANNEL, bindparam("notify_turn_id", type_=Text()))] if notify else []
-    return Query(select(settled_count, *notification).add_cte(*ctes))
+    if not notify:
+        return Query(select(settled_count).add_cte(*ctes))
+    turn_ids = func.unnest(bindparam("notify_turn_ids", type_=ARRAY(Text()))).table_valued("turn_id").render_derived()
+    notified = select(func.count(func.pg_notify(CHANNEL, turn_ids.c.turn_id))).scalar_subquery()
+    return Query(select(settled_count, notified).add_cte(*ctes))
 
 
 async def write_in_one_statement(
@@ -119,9 +123,9 @@ async def write_in_one_statement(
     """PostgreSQL: write `rows`, settle, and `final` if it settled; True if settled (or nothing to settle)."""
     groups = grouped(rows)
     params: dict[str, Any] = {}
-    events = [row for table, row in rows if table is EVENTS] or ([final[1]] if final is not None else [])
+    events = [row for table, row in rows if table is EVENTS] + ([final[1]] if final is not None else [])
     if events:
-        params["notify_turn_id"] = str(events[0]["turn_id"])
+        params["notify_turn_ids"] = list(dict.fromkeys(str(row["turn_id"]) for row in events))
     for i, ((table, columns), batch) in enumerate(groups.items()):
         params.update({f"g{i}_{c}": _column_array(table, c, batch) for c in columns})
     settle_columns = final_shape = None

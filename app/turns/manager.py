@@ -29,7 +29,7 @@ from app.turns.lease import RunnerLease, orphaned_turns
 from app.turns.notify import EventListener, notify_followers, request_cancel
 from app.turns.runner import SHUTDOWN, TurnRun, execute
 from app.turns.store import TurnStore
-from app.turns.stream import TurnStream, TurnWriter
+from app.turns.stream import BatchFlusher, TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
@@ -70,6 +70,7 @@ class TurnManager:
         self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.listener = listener
         self.store = TurnStore(sql)
+        self.flusher = BatchFlusher(sql)
         self.graph = graph
         self.providers = providers
         self.outbound = outbound
@@ -111,7 +112,7 @@ class TurnManager:
             turn_id=run.ident.turn_id,
             tenant_id=run.ident.tenant_id,
             last_seq=run.last_seq,
-            writer=TurnWriter(self.store.sql),
+            writer=TurnWriter(self.store.sql, self.flusher),
         )
         turn_id = run.ident.turn_id
         task = asyncio.create_task(
@@ -199,6 +200,7 @@ class TurnManager:
         for entry in entries:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await entry.task
+        await self.flusher.close()
         await self.lease.stop()
 
     async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool:

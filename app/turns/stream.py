@@ -29,28 +29,112 @@ in-memory log); it bounds what a crash of the process can lose, and the delay se
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
 
 
-class TurnWriter:
-    """Rows a turn produces (events, messages, usage, receipts), written together in batches.
+async def write_rows(
+    sql: Sql, rows: list[StagedRow], settle: Settle | None = None, final: StagedRow | None = None
+) -> bool:
+    """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
+    if sql.dialect == "postgresql":
+        return await write_in_one_statement(sql, rows, settle, final)
+    if settle is None and len(rows) == 1:
+        await insert_rows(sql, rows[0][0], [rows[0][1]])
+        return True
+    return await write_in_transaction(sql, rows, settle, final)
 
-    Each write is one statement on PostgreSQL (app/turns/batch.py), a transaction elsewhere. Writes run
-    one at a time under a lock and take rows in the order they were staged, so message ids keep
-    conversation order.
+
+class BatchFlusher:
+    """Group commit: every `interval`, one write for what every turn of this process has staged.
+
+    A turn that streams for seconds under load would otherwise write every `interval` on its own:
+    with 50 turns in flight that is 250 statements and commits a second instead of 5. Each writer's
+    lock is held while its rows are being written, so its own flushes and its last write (the settle)
+    wait and stay in order. If the shared write fails, each turn's rows are written alone, so one bad
+    row holds back only its own turn.
     """
 
     def __init__(self, sql: Sql, *, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
         self._sql = sql
         self._interval = interval
-        self._rows: list[StagedRow] = []
-        self._lock = asyncio.Lock()
-        self._wake = asyncio.Event()
-        self._closing = asyncio.Event()
+        self._pending: dict[TurnWriter, None] = {}
         self._task: asyncio.Task[None] | None = None
+
+    def want(self, writer: TurnWriter) -> None:
+        self._pending[writer] = None
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+
+    def forget(self, writer: TurnWriter) -> None:
+        self._pending.pop(writer, None)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while self._pending:
+            await asyncio.sleep(self._interval)
+            await asyncio.shield(self.write_pending())
+
+    async def write_pending(self) -> None:
+        """Write the rows of every pending writer that is not writing on its own right now."""
+        writers = [w for w in self._pending if not w.writing]
+        for writer in writers:
+            self.forget(writer)
+            await writer.lock.acquire()
+        try:
+            batches = [(writer, writer.take()) for writer in writers]
+            rows = [row for _, batch in batches for row in batch]
+            if not rows:
+                return
+            try:
+                await write_rows(self._sql, rows)
+            except Exception:
+                log.warning("shared flush failed; writing each turn's rows alone", exc_info=True)
+                for writer, batch in batches:
+                    await self._write_alone(writer, batch)
+        finally:
+            for writer in writers:
+                writer.lock.release()
+
+    async def _write_alone(self, writer: TurnWriter, batch: list[StagedRow]) -> None:
+        try:
+            await write_rows(self._sql, batch)
+        except Exception:
+            log.exception("turn flush failed; retrying at the next flush")
+            writer.put_back(batch)
+            self.want(writer)
+
+
+class TurnWriter:
+    """Rows a turn produces (events, messages, usage, receipts), written together in batches.
+
+    Each write is one statement on PostgreSQL (app/turns/batch.py), a transaction elsewhere. Writes run
+    one at a time under a lock and take rows in the order they were staged, so message ids keep
+    conversation order. Between explicit writes, the `BatchFlusher` (shared by the turns of a process)
+    writes what was staged.
+    """
+
+    def __init__(self, sql: Sql, flusher: BatchFlusher | None = None) -> None:
+        self._sql = sql
+        self._flusher = flusher or BatchFlusher(sql)
+        self._rows: list[StagedRow] = []
+        self.lock = asyncio.Lock()
+
+    @property
+    def writing(self) -> bool:
+        return self.lock.locked()
 
     def stage(self, table: Table, row: dict[str, Any]) -> None:
         self._rows.append((table, row))
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-        self._wake.set()
+        self._flusher.want(self)
+
+    def take(self) -> list[StagedRow]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def put_back(self, rows: list[StagedRow]) -> None:
+        self._rows = rows + self._rows
 
     async def flush(self) -> None:
         """Write everything staged so far, now.
@@ -62,43 +146,19 @@ class TurnWriter:
 
     async def close(self, settle: Settle | None = None, final: StagedRow | None = None) -> bool:
         """Stop batching and write the rest with `settle` atomically; `final` only if it settled."""
-        self._closing.set()
-        self._wake.set()
-        if self._task is not None:
-            await self._task
+        self._flusher.forget(self)
         return await asyncio.shield(self._locked_write(settle, final))
 
     async def _locked_write(self, settle: Settle | None, final: StagedRow | None = None) -> bool:
-        async with self._lock:
-            return await self._write(settle, final)
-
-    async def _write(self, settle: Settle | None, final: StagedRow | None) -> bool:
-        rows, self._rows = self._rows, []
-        if not rows and settle is None:
-            return True
-        try:
-            if self._sql.dialect == "postgresql":
-                return await write_in_one_statement(self._sql, rows, settle, final)
-            if settle is None and len(rows) == 1:
-                await insert_rows(self._sql, rows[0][0], [rows[0][1]])
+        async with self.lock:
+            rows = self.take()
+            if not rows and settle is None:
                 return True
-            return await write_in_transaction(self._sql, rows, settle, final)
-        except Exception:
-            self._rows = rows + self._rows
-            raise
-
-    async def _run(self) -> None:
-        while not self._closing.is_set():
-            await self._wake.wait()
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), self._interval)
-            if self._closing.is_set():
-                return
             try:
-                await asyncio.shield(self._locked_write(None))
+                return await write_rows(self._sql, rows, settle, final)
             except Exception:
-                log.exception("turn flush failed; retrying at the next flush")
+                self.put_back(rows)
+                raise
 
 
 class TurnStream:

@@ -2,15 +2,15 @@
 
 Every test runs against both backends through `open_sql` (AsyncpgSql on PostgreSQL, AlchemySql on a
 migrated SQLite file), on a `running` turn with real parent rows (agent, session, runner, turn). Rows
-are read back through SQLAlchemy, independently of the writer. Writers are built with a batching
-interval of an hour, so nothing is written except by the explicit flush/end of the test.
+are read back through SQLAlchemy, independently of the writer. Writers share a BatchFlusher with an
+interval of an hour, so nothing is written except by the explicit flush/end or shared flush of the test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,7 +34,7 @@ from app.turns.store import (
     settle_turn,
     usage_row,
 )
-from app.turns.stream import EVENTS, TurnStream, TurnWriter
+from app.turns.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
 
 AGENTS: Table = Agent.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
@@ -57,42 +57,65 @@ def now() -> datetime:
 
 
 @pytest.fixture
-async def ident(engine: AsyncEngine, db: Sql) -> AsyncIterator[TurnIdentity]:
-    """A `running` turn of a fresh tenant, leased to a runner whose heartbeat is in the future.
+async def make_turn(engine: AsyncEngine, db: Sql) -> AsyncIterator[Callable[[], Awaitable[TurnIdentity]]]:
+    """`running` turns of fresh tenants, leased to a runner whose heartbeat is in the future.
 
-    (So the lease sweep of an app running on the shared PostgreSQL database never fails the turn.)
+    (So the lease sweep of an app running on the shared PostgreSQL database never fails them.)
     """
-    tenant = f"writer-{uuid.uuid4().hex[:10]}"
-    agent_id, session_id, turn_id, runner_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    await insert_rows(db, AGENTS, [{
-        "id": agent_id, "tenant_id": tenant, "created_at": now(), "name": "writer", "description": None,
-        "current_version": 1, "created_by": "alice", "updated_at": now(), "archived_at": None,
-    }])  # fmt: skip
-    await insert_rows(db, SESSIONS, [{
-        "id": session_id, "tenant_id": tenant, "created_at": now(), "agent_id": agent_id, "agent_version": 1,
-        "owner_sub": "alice", "snapshot": {"model": {"provider": "scripted"}}, "metadata": {}, "status": "open",
-        "updated_at": now(), "closed_at": None,
-    }])  # fmt: skip
-    await insert_rows(db, RUNNERS, [{"id": runner_id, "started_at": now(), "heartbeat_at": now() + timedelta(days=1)}])
-    await insert_rows(db, TURNS, [{
-        "id": turn_id, "tenant_id": tenant, "created_at": now(), "session_id": session_id, "status": "running",
-        "input": "go", "final_output": None, "error": None, "input_tokens": 0, "output_tokens": 0,
-        "loop_count": 0, "max_loops": 8, "max_output_tokens": 1000, "last_seq": 0, "owner_sub": "alice",
-        "resumed_by": None, "runner_id": runner_id, "updated_at": now(), "ended_at": None,
-    }])  # fmt: skip
+    made: list[tuple[uuid.UUID, uuid.UUID]] = []
+
+    async def make() -> TurnIdentity:
+        tenant = f"writer-{uuid.uuid4().hex[:10]}"
+        agent_id, session_id, turn_id, runner_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        await insert_rows(db, AGENTS, [{
+            "id": agent_id, "tenant_id": tenant, "created_at": now(), "name": "writer", "description": None,
+            "current_version": 1, "created_by": "alice", "updated_at": now(), "archived_at": None,
+        }])  # fmt: skip
+        await insert_rows(db, SESSIONS, [{
+            "id": session_id, "tenant_id": tenant, "created_at": now(), "agent_id": agent_id, "agent_version": 1,
+            "owner_sub": "alice", "snapshot": {"model": {"provider": "scripted"}}, "metadata": {}, "status": "open",
+            "updated_at": now(), "closed_at": None,
+        }])  # fmt: skip
+        await insert_rows(
+            db, RUNNERS, [{"id": runner_id, "started_at": now(), "heartbeat_at": now() + timedelta(days=1)}]
+        )
+        await insert_rows(db, TURNS, [{
+            "id": turn_id, "tenant_id": tenant, "created_at": now(), "session_id": session_id, "status": "running",
+            "input": "go", "final_output": None, "error": None, "input_tokens": 0, "output_tokens": 0,
+            "loop_count": 0, "max_loops": 8, "max_output_tokens": 1000, "last_seq": 0, "owner_sub": "alice",
+            "resumed_by": None, "runner_id": runner_id, "updated_at": now(), "ended_at": None,
+        }])  # fmt: skip
+        made.append((turn_id, runner_id))
+        return TurnIdentity(tenant_id=tenant, session_id=session_id, turn_id=turn_id, agent_id=agent_id)
+
     try:
-        yield TurnIdentity(tenant_id=tenant, session_id=session_id, turn_id=turn_id, agent_id=agent_id)
+        yield make
     finally:
         async with engine.begin() as conn:
-            await conn.execute(
-                update(TURNS).where(TURNS.c.id == turn_id, TURNS.c.status == "running").values(status="cancelled")
-            )
-            await conn.execute(delete(RUNNERS).where(RUNNERS.c.id == runner_id))
+            for turn_id, runner_id in made:
+                await conn.execute(
+                    update(TURNS).where(TURNS.c.id == turn_id, TURNS.c.status == "running").values(status="cancelled")
+                )
+                await conn.execute(delete(RUNNERS).where(RUNNERS.c.id == runner_id))
 
 
 @pytest.fixture
-async def writer(db: Sql) -> AsyncIterator[TurnWriter]:
-    created = TurnWriter(db, interval=NEVER)
+async def ident(make_turn: Callable[[], Awaitable[TurnIdentity]]) -> TurnIdentity:
+    return await make_turn()
+
+
+@pytest.fixture
+async def flusher(db: Sql) -> AsyncIterator[BatchFlusher]:
+    created = BatchFlusher(db, interval=NEVER)
+    try:
+        yield created
+    finally:
+        await created.close()
+
+
+@pytest.fixture
+async def writer(db: Sql, flusher: BatchFlusher) -> AsyncIterator[TurnWriter]:
+    created = TurnWriter(db, flusher)
     try:
         yield created
     finally:
@@ -273,7 +296,8 @@ async def test_a_single_staged_row_is_written(engine: AsyncEngine, writer: TurnW
 async def test_the_background_flush_writes_staged_rows_without_an_explicit_flush(
     engine: AsyncEngine, db: Sql, ident: TurnIdentity
 ) -> None:
-    writer = TurnWriter(db, interval=0.01)
+    flusher = BatchFlusher(db, interval=0.01)
+    writer = TurnWriter(db, flusher)
     stream = stream_for(ident, writer)
     try:
         for i in range(3):
@@ -284,6 +308,7 @@ async def test_the_background_flush_writes_staged_rows_without_an_explicit_flush
         assert writer._rows == []
     finally:
         await writer.close()
+        await flusher.close()
     assert [e["seq"] for e in await read(engine, EVENTS, ident.turn_id, "seq")] == [1, 2, 3]
 
 
@@ -529,3 +554,57 @@ async def test_a_write_of_many_events_stores_them_all_in_seq_order(
     assert [orjson.loads(e["data"])["text"] for e in events] == texts
     assert {e["type"] for e in events} == {"message.delta"}
     assert writer._rows == []
+
+
+# --- the shared flush (group commit) ---------------------------------------------------------------
+
+
+async def test_one_shared_flush_writes_the_staged_rows_of_every_turn(
+    engine: AsyncEngine, db: Sql, flusher: BatchFlusher, make_turn: Callable[[], Awaitable[TurnIdentity]]
+) -> None:
+    first, second = await make_turn(), await make_turn()
+    writers = [TurnWriter(db, flusher), TurnWriter(db, flusher)]
+    streams = [stream_for(first, writers[0]), stream_for(second, writers[1])]
+    for i in range(2):
+        streams[0].emit("message.delta", {"text": f"a{i}"})
+    for i in range(3):
+        streams[1].emit("message.delta", {"text": f"b{i}"})
+    writers[0].stage(MESSAGES, message_row(first, ChatMessage(role="assistant", content="a")))
+    await flusher.write_pending()
+    assert await counts(engine, first.turn_id) == {"turn_events": 2, "messages": 1, "usage": 0, "policy_decisions": 0}
+    assert await counts(engine, second.turn_id) == {"turn_events": 3, "messages": 0, "usage": 0, "policy_decisions": 0}
+    assert [w._rows for w in writers] == [[], []]
+    for writer in writers:
+        await writer.close()
+
+
+async def test_a_bad_row_in_a_shared_flush_holds_back_only_its_own_turn(
+    engine: AsyncEngine, db: Sql, flusher: BatchFlusher, make_turn: Callable[[], Awaitable[TurnIdentity]]
+) -> None:
+    good, bad = await make_turn(), await make_turn()
+    await insert_rows(db, EVENTS, [event_row(bad, 1, "stored")])
+    good_writer, bad_writer = TurnWriter(db, flusher), TurnWriter(db, flusher)
+    stream_for(good, good_writer).emit("message.delta", {"text": "fine"})
+    stream_for(bad, bad_writer).emit("message.delta", {"text": "seq 1 again"})
+    await flusher.write_pending()
+    assert await count(engine, EVENTS, good.turn_id) == 1
+    assert [e["type"] for e in await read(engine, EVENTS, bad.turn_id, "seq")] == ["stored"]
+    assert [row["seq"] for _, row in bad_writer._rows] == [1]
+    assert bad_writer in flusher._pending
+    bad_writer._rows.clear()
+    await good_writer.close()
+    await bad_writer.close()
+
+
+async def test_a_turn_writing_on_its_own_waits_for_the_next_shared_flush(
+    engine: AsyncEngine, db: Sql, flusher: BatchFlusher, ident: TurnIdentity
+) -> None:
+    writer = TurnWriter(db, flusher)
+    stream_for(ident, writer).emit("message.delta", {"text": "later"})
+    async with writer.lock:
+        await flusher.write_pending()
+        assert await count(engine, EVENTS, ident.turn_id) == 0
+        assert writer in flusher._pending
+    await flusher.write_pending()
+    assert await count(engine, EVENTS, ident.turn_id) == 1
+    await writer.close()
