@@ -87,6 +87,26 @@ class Tracked:
     started: bool = False
 
 
+async def idle_frames(tracked: Tracked) -> AsyncIterator[bytes]:
+    """A frame source that never yields; records that its cleanup ran."""
+    try:
+        await forever()
+        yield b""  # pragma: no cover
+    finally:
+        tracked.closed = True
+
+
+async def endless_frames(tracked: Tracked) -> AsyncIterator[bytes]:
+    """Frames 1, 2, 3, … as fast as they are taken; records that its cleanup ran."""
+    try:
+        seq = 0
+        while True:
+            seq += 1
+            yield frame(seq)
+    finally:
+        tracked.closed = True
+
+
 async def run(
     frames: AsyncIterator[bytes],
     send: Recorder,
@@ -210,23 +230,14 @@ async def test_no_ping_while_frames_flow_faster_than_ping_seconds() -> None:
 async def test_send_stuck_on_a_frame_drops_the_stream_after_send_timeout() -> None:
     tracked = Tracked()
 
-    async def gen() -> AsyncIterator[bytes]:
-        try:
-            seq = 0
-            while True:
-                seq += 1
-                yield frame(seq)
-        finally:
-            tracked.closed = True
-
     async def stuck_on_second_frame(message: Message) -> None:
         if message.get("body") == frame(2):
             await forever()
 
     send = Recorder(on_send=stuck_on_second_frame)
-    elapsed = await run(gen(), send, ping_seconds=10.0, send_timeout=0.15)
+    elapsed = await run(endless_frames(tracked), send, ping_seconds=10.0, send_timeout=0.15)
 
-    assert 0.14 <= elapsed < 1.0, elapsed
+    assert 0.14 <= elapsed < 3.0, elapsed
     assert tracked.closed, "the generator's finally must run when a stuck reader is dropped"
     assert send.chunks == [frame(1)]
     assert not send.final_sent
@@ -235,21 +246,14 @@ async def test_send_stuck_on_a_frame_drops_the_stream_after_send_timeout() -> No
 async def test_send_stuck_on_a_ping_drops_the_stream_after_send_timeout() -> None:
     tracked = Tracked()
 
-    async def gen() -> AsyncIterator[bytes]:
-        try:
-            await forever()
-            yield b""  # pragma: no cover
-        finally:
-            tracked.closed = True
-
     async def stuck_on_ping(message: Message) -> None:
         if message.get("body") == PING_FRAME:
             await forever()
 
     send = Recorder(on_send=stuck_on_ping)
-    elapsed = await run(gen(), send, ping_seconds=0.05, send_timeout=0.15)
+    elapsed = await run(idle_frames(tracked), send, ping_seconds=0.05, send_timeout=0.15)
 
-    assert 0.15 <= elapsed < 1.0, elapsed
+    assert 0.15 <= elapsed < 3.0, elapsed
     assert tracked.closed
     assert send.bodies == []
     assert not send.final_sent
@@ -297,7 +301,7 @@ async def test_disconnect_while_generator_waits_ends_the_stream_promptly() -> No
     send = Recorder()
     elapsed = await run(gen(), send, receive=receive, ping_seconds=10.0, send_timeout=10.0)
 
-    assert 0.09 <= elapsed < 0.6, elapsed
+    assert 0.09 <= elapsed < 3.0, elapsed
     assert tracked.closed
     assert send.chunks == [frame(1)]
     assert not send.final_sent
@@ -309,21 +313,12 @@ async def test_disconnect_while_generator_waits_ends_the_stream_promptly() -> No
 async def test_oserror_on_a_frame_send_ends_the_stream_quietly() -> None:
     tracked = Tracked()
 
-    async def gen() -> AsyncIterator[bytes]:
-        try:
-            seq = 0
-            while True:
-                seq += 1
-                yield frame(seq)
-        finally:
-            tracked.closed = True
-
     async def reset_on_third_frame(message: Message) -> None:
         if message.get("body") == frame(3):
             raise ConnectionResetError("peer reset")
 
     send = Recorder(on_send=reset_on_third_frame)
-    await run(gen(), send)  # no exception escapes
+    await run(endless_frames(tracked), send)  # no exception escapes
 
     assert tracked.closed
     assert send.chunks == [frame(1), frame(2)]
@@ -333,21 +328,14 @@ async def test_oserror_on_a_frame_send_ends_the_stream_quietly() -> None:
 async def test_oserror_on_a_ping_send_ends_the_stream_quietly() -> None:
     tracked = Tracked()
 
-    async def gen() -> AsyncIterator[bytes]:
-        try:
-            await forever()
-            yield b""  # pragma: no cover
-        finally:
-            tracked.closed = True
-
     async def broken_pipe(message: Message) -> None:
         if message.get("body") == PING_FRAME:
             raise BrokenPipeError("gone")
 
     send = Recorder(on_send=broken_pipe)
-    elapsed = await run(gen(), send, ping_seconds=0.05)
+    elapsed = await run(idle_frames(tracked), send, ping_seconds=0.05)
 
-    assert elapsed < 1.0
+    assert elapsed < 3.0
     assert tracked.closed
     assert send.bodies == []
 
