@@ -11,6 +11,8 @@ from pathlib import Path
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from app.core.sql import asyncpg_dsn
+
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 NAME = re.compile(r"^bench_(\d+)_[0-9a-f]{6}$")
 
@@ -23,9 +25,9 @@ class BenchDatabase:
     def __init__(self, admin_url: str) -> None:
         url = make_url(admin_url)
         self.name = f"bench_{os.getpid()}_{secrets.token_hex(3)}"
-        self._admin_dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._admin_dsn = asyncpg_dsn(url)
         self.url = url.set(drivername="postgresql+asyncpg", database=self.name).render_as_string(hide_password=False)
-        self._dsn = url.set(drivername="postgresql", database=self.name).render_as_string(hide_password=False)
+        self._dsn = asyncpg_dsn(url.set(database=self.name))
         self.created = False
 
     async def _admin(self, sql: str) -> None:

@@ -20,6 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.sql import asyncpg_dsn
+
 log = logging.getLogger(__name__)
 CHANNEL = "agent_runtime_turn_events"
 CANCEL_CHANNEL = "agent_runtime_turn_cancel"
@@ -44,7 +46,7 @@ class EventListener:
     """One LISTEN connection per process; `wait(turn_id, timeout)` returns early on a notification."""
 
     def __init__(self, url: URL, *, on_cancel: Callable[[uuid.UUID], None] | None = None) -> None:
-        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._dsn = asyncpg_dsn(url)
         self._conn: asyncpg.Connection | None = None
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.on_cancel = on_cancel
