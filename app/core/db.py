@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
 
-def _json_dumps(value: Any) -> str:
+def json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
@@ -24,7 +24,7 @@ def is_sqlite(url: str) -> bool:
 def create_engine(
     url: str, *, pool_size: int = 20, max_overflow: int = 20, pool_timeout: float = 60.0, echo: bool = False
 ) -> AsyncEngine:
-    kwargs: dict[str, Any] = {"echo": echo, "json_serializer": _json_dumps, "json_deserializer": orjson.loads}
+    kwargs: dict[str, Any] = {"echo": echo, "json_serializer": json_text, "json_deserializer": orjson.loads}
     if is_sqlite(url):
         kwargs["connect_args"] = {"timeout": 30}
     else:

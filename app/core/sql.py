@@ -2,7 +2,7 @@
 
 Measured on the bench machine (docs/performance.md): a Core statement executed through SQLAlchemy's
 asyncpg dialect on a pooled connection costs ~0.9 ms of client CPU, the same statement on a connection
-of an asyncpg pool ~0.16 ms, and a turn runs about fifteen of them. So the hot path compiles each
+of an asyncpg pool ~0.16 ms, and a turn runs about ten of them. So the hot path compiles each
 statement once for asyncpg and runs it on a pool of its own; SQLite (the embedded, single-process
 default) runs the very same statements through SQLAlchemy. Everything else (the REST resources) keeps
 the ORM.
@@ -31,7 +31,7 @@ from sqlalchemy.sql import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
-from app.core.db import is_sqlite
+from app.core.db import is_sqlite, json_text
 
 Row = Mapping[str, Any]
 _ASYNCPG = AsyncpgDialect()  # type: ignore[no-untyped-call]
@@ -238,7 +238,7 @@ def asyncpg_dsn(url: URL) -> str:
 
 async def _setup_connection(conn: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, schema="pg_catalog", encoder=_json_text, decoder=orjson.loads, format="text")
+        await conn.set_type_codec(name, schema="pg_catalog", encoder=json_text, decoder=orjson.loads, format="text")
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -246,10 +246,6 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     UNLISTEN *; RESET ALL;`: a second round trip per statement). Hot-path statements never change
     session state: no SET, LISTEN, advisory lock or cursor. An open transaction is still rolled back
     by the pool before this runs."""
-
-
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
 
 
 async def open_sql(engine: AsyncEngine, *, max_size: int, acquire_timeout: float) -> Sql:

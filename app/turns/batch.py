@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import orjson
 from sqlalchemy import JSON, Table, Text, bindparam, cast, exists, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.dml import Insert, Update
 
+from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import Turn, TurnEvent
 from app.turns.notify import CHANNEL
@@ -62,7 +62,7 @@ def json_columns(table: Table) -> frozenset[str]:
 
 def _column_array(table: Table, column: str, rows: list[dict[str, Any]]) -> list[Any]:
     if column in json_columns(table):
-        return [None if row[column] is None else orjson.dumps(row[column]).decode() for row in rows]
+        return [None if row[column] is None else json_text(row[column]) for row in rows]
     return [row[column] for row in rows]
 
 
@@ -148,3 +148,15 @@ async def write_in_transaction(
         for (table, _), group in grouped([*rows, final] if settled and final is not None else rows).items():
             await insert_rows(tx, table, group)
     return settled
+
+
+async def write_rows(
+    sql: Sql, rows: list[StagedRow], settle: Settle | None = None, final: StagedRow | None = None
+) -> bool:
+    """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
+    if sql.dialect == "postgresql":
+        return await write_in_one_statement(sql, rows, settle, final)
+    if settle is None and len(rows) == 1:
+        await insert_rows(sql, rows[0][0], [rows[0][1]])
+        return True
+    return await write_in_transaction(sql, rows, settle, final)

@@ -17,28 +17,16 @@ from typing import Any
 import orjson
 from sqlalchemy import Table
 
-from app.core.sql import Sql, insert_rows
+from app.core.sql import Sql
 from app.core.sse import encode_frame
 from app.models.base import utcnow
-from app.turns.batch import EVENTS, Settle, StagedRow, write_in_one_statement, write_in_transaction
+from app.turns.batch import EVENTS, Settle, StagedRow, write_rows
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
 """How long rows wait to share a write. Followers in this process never wait for it (they read the
 in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
-
-
-async def write_rows(
-    sql: Sql, rows: list[StagedRow], settle: Settle | None = None, final: StagedRow | None = None
-) -> bool:
-    """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
-    if sql.dialect == "postgresql":
-        return await write_in_one_statement(sql, rows, settle, final)
-    if settle is None and len(rows) == 1:
-        await insert_rows(sql, rows[0][0], [rows[0][1]])
-        return True
-    return await write_in_transaction(sql, rows, settle, final)
 
 
 class BatchFlusher:
