@@ -27,6 +27,7 @@ from app.core.sql import open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.build import build_graph
 from app.health import router as health_router
+from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
@@ -156,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        memory_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

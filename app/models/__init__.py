@@ -5,6 +5,7 @@ from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
 from app.models.audit_record import AuditRecord
 from app.models.base import Base
+from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
@@ -22,6 +23,7 @@ __all__ = [
     "Approval",
     "AuditRecord",
     "Base",
+    "MemoryItem",
     "Message",
     "PolicyDecision",
     "Runner",
