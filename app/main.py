@@ -30,12 +30,12 @@ from app.health import router as health_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
+from app.runtime.events import event_schemas
+from app.runtime.manager import Outbound, TurnManager
+from app.runtime.notify import EventListener
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
-from app.turns.events import event_schemas
-from app.turns.manager import Outbound, TurnManager
-from app.turns.notify import EventListener
 from app.turns.router import router as turns_router
 
 

@@ -18,10 +18,10 @@ from app.errors import Conflict, NotFound
 from app.graph.state import HumanDecision
 from app.models import Approval, Session, Turn
 from app.models.base import utcnow
-from app.turns.manager import TurnManager
-from app.turns.resume import resume_run
-from app.turns.runner import TurnRun
-from app.turns.stream import TurnStream
+from app.runtime.manager import TurnManager
+from app.runtime.resume import resume_run
+from app.runtime.runner import TurnRun
+from app.runtime.stream import TurnStream
 
 
 @dataclass(frozen=True, slots=True)

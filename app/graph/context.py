@@ -9,9 +9,9 @@ from typing import Any
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
+from app.runtime.store import TurnIdentity, TurnStore
+from app.runtime.stream import TurnStream
 from app.tools.toolbox import ToolBox
-from app.turns.store import TurnIdentity, TurnStore
-from app.turns.stream import TurnStream
 
 Emit = Callable[[str, dict[str, Any]], int]
 

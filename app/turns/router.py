@@ -10,8 +10,8 @@ from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
+from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
-from app.turns.events import SSE_RESPONSE
 from app.turns.service import TurnService
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))

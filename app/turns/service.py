@@ -20,13 +20,13 @@ from app.errors import Conflict, NotFound
 from app.models import ACTIVE_STATUSES, Approval, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.manager import TurnManager
+from app.runtime.runner import TurnRun
+from app.runtime.store import TurnIdentity, message_row
+from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService
 from app.turns import schemas
-from app.turns.manager import TurnManager
 from app.turns.repository import TurnRepository
-from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity, message_row
-from app.turns.stream import TurnStream
 
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20

@@ -7,8 +7,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.turns.runner import TurnRun, execute
-from app.turns.store import TurnIdentity
+from app.runtime.runner import TurnRun, execute
+from app.runtime.store import TurnIdentity
 
 
 class EndlessGraph:

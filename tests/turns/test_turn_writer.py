@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.models import Agent, Runner, Session
 from app.providers.base import ChatMessage, ToolCall
-from app.turns.batch import StagedRow
-from app.turns.store import (
+from app.runtime.batch import StagedRow
+from app.runtime.store import (
     DECISIONS,
     MESSAGES,
     TURNS,
@@ -34,7 +34,7 @@ from app.turns.store import (
     settle_turn,
     usage_row,
 )
-from app.turns.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
 
 AGENTS: Table = Agent.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]

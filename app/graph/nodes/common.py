@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from app.governance.policy import Decision
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
-from app.turns.store import DECISIONS, decision_row
+from app.runtime.store import DECISIONS, decision_row
 
 Node = Callable[[TurnState, Runtime[TurnContext]], Awaitable[dict[str, Any]]]
 

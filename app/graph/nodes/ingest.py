@@ -11,7 +11,7 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
-from app.turns.store import MESSAGES, message_row
+from app.runtime.store import MESSAGES, message_row
 
 
 @traced("ingest_result")

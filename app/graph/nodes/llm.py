@@ -10,8 +10,8 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolSpec
+from app.runtime.store import MESSAGES, USAGE, message_row, usage_row
 from app.tools.mcp_gateway import McpGatewayUnavailable
-from app.turns.store import MESSAGES, USAGE, message_row, usage_row
 
 
 @traced("call_llm")

@@ -8,8 +8,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.graph.state import HumanDecision
 from app.models import Session, Turn
-from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity, TurnStore
+from app.runtime.runner import TurnRun
+from app.runtime.store import TurnIdentity, TurnStore
 
 
 async def resume_run(

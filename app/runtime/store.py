@@ -31,8 +31,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime.batch import Settle
 from app.tools.base import ToolResult
-from app.turns.batch import Settle
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]

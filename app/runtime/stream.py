@@ -20,7 +20,7 @@ from sqlalchemy import Table
 from app.core.sql import Sql
 from app.core.sse import encode_frame
 from app.models.base import utcnow
-from app.turns.batch import EVENTS, Settle, StagedRow, write_rows
+from app.runtime.batch import EVENTS, Settle, StagedRow, write_rows
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
@@ -97,7 +97,7 @@ class BatchFlusher:
 class TurnWriter:
     """Rows a turn produces (events, messages, usage, receipts), written together in batches.
 
-    Each write is one statement on PostgreSQL (app/turns/batch.py), a transaction elsewhere. Writes run
+    Each write is one statement on PostgreSQL (app/runtime/batch.py), a transaction elsewhere. Writes run
     one at a time under a lock and take rows in the order they were staged, so message ids keep
     conversation order. Between explicit writes, the `BatchFlusher` (shared by the turns of a process)
     writes what was staged.

@@ -15,8 +15,8 @@ from app.graph.context import TurnContext
 from app.graph.state import HumanDecision, TurnState
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
-from app.turns.store import TurnIdentity, TurnStore, settle_turn
-from app.turns.stream import TurnStream
+from app.runtime.store import TurnIdentity, TurnStore, settle_turn
+from app.runtime.stream import TurnStream
 
 log = logging.getLogger(__name__)
 

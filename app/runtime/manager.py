@@ -23,13 +23,13 @@ from app.graph.context import TurnContext
 from app.models import Turn, TurnEvent
 from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
+from app.runtime.lease import RunnerLease, orphaned_turns
+from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.runner import SHUTDOWN, TurnRun, execute
+from app.runtime.store import TurnStore
+from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
-from app.turns.lease import RunnerLease, orphaned_turns
-from app.turns.notify import EventListener, notify_followers, request_cancel
-from app.turns.runner import SHUTDOWN, TurnRun, execute
-from app.turns.store import TurnStore
-from app.turns.stream import BatchFlusher, TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
