@@ -15,12 +15,11 @@ from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.errors import Conflict, NotFound
-from app.graph.state import HumanDecision
 from app.models import Approval, Session, Turn
 from app.models.base import utcnow
+from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.resume import resume_run
-from app.runtime.runner import TurnRun
 from app.runtime.stream import TurnStream
 
 

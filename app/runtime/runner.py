@@ -1,99 +1,68 @@
-"""Runs one invocation of the graph for a turn (a new turn or a resume) and settles its outcome."""
+"""Runs one run of a turn (a new turn or a resume) on a runtime and settles its outcome."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.metrics import TURNS_ENDED
-from app.graph.context import TurnContext
-from app.graph.state import HumanDecision, TurnState
 from app.models.base import utcnow
-from app.providers.base import ChatMessage
-from app.runtime.store import TurnIdentity, TurnStore, settle_turn
+from app.runtime.events import EndStatus, TurnEnded, TurnStarted
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.store import TurnStore, settle_turn
 from app.runtime.stream import TurnStream
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(slots=True)
-class TurnRun:
-    """Everything one run needs, read from the database when the turn starts or resumes."""
-
-    ident: TurnIdentity
-    agent_version: int
-    owner_sub: str
-    snapshot: dict[str, Any]
-    input: str
-    history: list[ChatMessage]
-    max_loops: int
-    max_output_tokens: int
-    last_seq: int = 0
-    loop_count: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    resumed_by: uuid.UUID | None = None
-    decisions: dict[str, HumanDecision] = field(default_factory=dict)
-    resume_state: dict[str, Any] = field(default_factory=dict)
-
-    def initial_state(self) -> TurnState:
-        state: TurnState = {
-            "input": self.input,
-            "max_loops": self.max_loops,
-            "max_output_tokens": self.max_output_tokens,
-            "loop_count": self.loop_count,
-            "model_calls": sum(1 for m in self.history if m.role == "assistant"),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "history": self.history,
-            "new_messages": [],
-            "status": None,
-            "error": None,
-        }
-        if self.resumed_by is None:
-            return state
-        resumed = {**state, **self.resume_state, "resume": True, "decisions": self.decisions}
-        return resumed  # type: ignore[return-value]
-
-
 SHUTDOWN = "shutdown"
 """The cancel message of a task stopped because the process stops (not a user's cancel)."""
+STOPPED_EARLY: tuple[EndStatus, ...] = ("loop_limit", "budget_exceeded", "cancelled")
+"""Outcomes whose final output falls back to the model's latest text."""
 
 
-async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream, store: TurnStore) -> str:
-    """Run the graph to a terminal state and record it; returns the turn's final status."""
+async def execute(
+    runtime: TurnRuntime,
+    run: TurnRun,
+    services: TurnServices,
+    journal: TurnJournal,
+    stream: TurnStream,
+    store: TurnStore,
+) -> str:
+    """Run the turn to an outcome and record it; returns the turn's final status."""
     stream.emit(
-        "turn.started",
-        {
-            "session_id": str(run.ident.session_id),
-            "agent_id": str(run.ident.agent_id),
-            "agent_version": run.agent_version,
-            "resumed_by": str(run.resumed_by) if run.resumed_by else None,
-        },
-    )
-    last: TurnState = run.initial_state()
-    try:
-        async for values in graph.astream(last, context=ctx, stream_mode="values"):
-            last = values
-        outcome = _outcome(last)
-    except asyncio.CancelledError as exc:
-        shutting_down = SHUTDOWN in exc.args
-        outcome = (
-            {"status": "failed", "error": {"code": "server_restarted", "message": "the service stopped mid-turn"}}
-            if shutting_down
-            else {"status": "cancelled", "error": None}
+        TurnStarted(
+            session_id=str(run.ident.session_id),
+            agent_id=str(run.ident.agent_id),
+            agent_version=run.agent_version,
+            resumed_by=str(run.resumed_by) if run.resumed_by else None,
         )
+    )
+    last = Progress(
+        loop_count=run.loop_count,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        last_text=run.last_text,
+    )
+    status: EndStatus
+    error: dict[str, Any] | None
+    try:
+        async for progress in runtime.run(run, services, journal):
+            last = progress
+        status, error = _outcome(last)
+    except asyncio.CancelledError as exc:
+        if SHUTDOWN in exc.args:
+            status, error = "failed", {"code": "server_restarted", "message": "the service stopped mid-turn"}
+        else:
+            status, error = "cancelled", None
     except Exception as exc:
         log.exception("turn %s failed", run.ident.turn_id)
-        outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
-    status = await _despite_cancel(settle(store, stream, run, last, outcome))
-    TURNS_ENDED.labels(status=status).inc()
-    return status
+        status, error = "failed", {"code": "internal_error", "message": type(exc).__name__}
+    settled = await _despite_cancel(settle(store, stream, run, last, status, error))
+    TURNS_ENDED.labels(status=settled).inc()
+    return settled
 
 
 async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
@@ -109,37 +78,46 @@ async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
     return task.result()
 
 
-def _outcome(state: TurnState) -> dict[str, Any]:
-    status = state.get("status") or "failed"
-    error = state.get("error")
+def _outcome(progress: Progress) -> tuple[EndStatus, dict[str, Any] | None]:
+    status = progress.status or "failed"
+    error = progress.error
     if status == "failed" and error is None:
         error = {"code": "internal_error", "message": "the loop stopped without an outcome"}
-    return {"status": status, "error": error}
+    return status, error
 
 
-async def settle(store: TurnStore, stream: TurnStream, run: TurnRun, state: TurnState, outcome: dict[str, Any]) -> str:
-    status: str = outcome["status"]
-    usage = {"input_tokens": state.get("input_tokens", 0), "output_tokens": state.get("output_tokens", 0)}
-    final_output = state.get("final_output") if status != "failed" else None
-    if status in ("loop_limit", "budget_exceeded", "cancelled") and final_output is None:
-        final_output = state.get("last_text") or None
+async def settle(
+    store: TurnStore,
+    stream: TurnStream,
+    run: TurnRun,
+    progress: Progress,
+    status: EndStatus,
+    error: dict[str, Any] | None,
+) -> str:
+    final_output = progress.final_output if status != "failed" else None
+    if status in STOPPED_EARLY and final_output is None:
+        final_output = progress.last_text or None
+    ended = TurnEnded.of(
+        status,
+        final_output=final_output,
+        input_tokens=progress.input_tokens,
+        output_tokens=progress.output_tokens,
+        loop_count=progress.loop_count,
+        error=error,
+    )
     values: dict[str, Any] = {
         "status": status,
         "final_output": final_output,
-        "error": outcome["error"],
-        **usage,
-        "loop_count": state.get("loop_count", 0),
+        "error": error,
+        "input_tokens": progress.input_tokens,
+        "output_tokens": progress.output_tokens,
+        "loop_count": progress.loop_count,
         "last_seq": stream.last_seq + 1,
     }
     if status != "interrupted":
         values["ended_at"] = utcnow()
-    ended = {
-        "status": status, "final_output": final_output, "usage": usage, "loop_count": values["loop_count"],
-        "error": outcome["error"],
-    }  # fmt: skip
-    settle_row = settle_turn(run.ident, values)
-    if await stream.end("turn.ended", ended, settle_row):
+    if await stream.end(ended, settle_turn(run.ident, values)):
         return status
-    stored = await store.current_status(run.ident.turn_id)
+    stored = await store.current_status(run.ident.tenant_id, run.ident.turn_id)
     log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
     return stored
