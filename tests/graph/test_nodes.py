@@ -87,7 +87,7 @@ async def test_call_llm_streams_deltas_and_records_the_reply_with_its_usage() ->
     [usage] = journal.of_type("usage")
     assert deltas == completed.text == "two plus two"
     [reply] = journal.messages
-    assert reply.role == "assistant" and reply.content == "two plus two"
+    assert (reply.role, reply.content) == ("assistant", "two plus two")
     assert reply.tool_calls == tuple(update["pending"])
     assert journal.usage[0].model == "scripted-1"
     assert (journal.usage[0].input_tokens, journal.usage[0].output_tokens) == (usage.input_tokens, usage.output_tokens)
@@ -106,7 +106,8 @@ async def test_call_llm_turns_a_provider_error_into_a_failed_update_and_records_
     journal = MemoryJournal()
     update = await call_llm(state(prompt=[]), node_runtime(journal, provider=FailingProvider()))
     assert update == {"status": "failed", "error": {"code": "provider_unavailable", "message": "down"}}
-    assert journal.messages == [] and journal.usage == []
+    assert journal.messages == []
+    assert journal.usage == []
 
 
 async def test_parse_response_announces_each_requested_call() -> None:
@@ -180,7 +181,8 @@ async def test_a_gated_call_interrupts_the_batch_and_requests_every_gated_approv
         (ADD, 0, "requires_approval"),
         (MUL, 0, "requires_approval"),
     ]
-    assert journal.dispatches == [] and journal.ledger == {}
+    assert journal.dispatches == []
+    assert journal.ledger == {}
 
 
 async def test_a_human_approval_runs_the_call_with_the_edited_arguments() -> None:
@@ -212,7 +214,7 @@ async def test_ingest_result_records_a_tool_message_per_call_and_closes_the_loop
         ("tool", ADD.id, "4", False),
         ("tool", MUL.id, "boom", True),
     ]
-    assert update["loop_count"] == 2 and update["pending"] == [] and "status" not in update
+    assert (update["loop_count"], update["pending"], update.get("status")) == (2, [], None)
     assert update["new_messages"] == journal.messages
 
 
