@@ -34,6 +34,7 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.schedules.router import router as schedules_router
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -158,6 +159,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         approvals_router,
         policies_router,
         memory_router,
+        schedules_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -9,6 +9,7 @@ from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
+from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import Session
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
@@ -27,6 +28,8 @@ __all__ = [
     "Message",
     "PolicyDecision",
     "Runner",
+    "Schedule",
+    "ScheduleFiring",
     "Session",
     "TenantPolicy",
     "ToolExecution",
