@@ -10,6 +10,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.core import tracing
+from app.core.logs import bind, get_logger
 from app.core.metrics import TURNS_ENDED
 from app.graph.context import TurnContext
 from app.graph.state import HumanDecision, TurnState
@@ -19,6 +21,7 @@ from app.turns.store import TurnIdentity, TurnStore, settle_turn
 from app.turns.stream import TurnStream
 
 log = logging.getLogger(__name__)
+turn_log = get_logger("agent_runtime.turns")
 
 
 @dataclass(slots=True)
@@ -67,6 +70,38 @@ SHUTDOWN = "shutdown"
 
 async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream, store: TurnStore) -> str:
     """Run the graph to a terminal state and record it; returns the turn's final status."""
+    ident = run.ident
+    bind(tenant_id=ident.tenant_id, session_id=str(ident.session_id), turn_id=str(ident.turn_id))
+    with tracing.span("invoke_agent", agent_span_attributes(run)) as span:
+        status, error = await _execute(graph, run, ctx, stream, store)
+        if span is not None:
+            span.set_attribute("agent_runtime.turn.status", status)
+            if error is not None:
+                tracing.set_error(span, str(error.get("code")), str(error.get("message") or ""))
+    if error is not None and status == "failed":
+        turn_log.warning("turn failed", status=status, error_code=error.get("code"))
+    elif error is not None:
+        turn_log.info("turn ended", status=status, error_code=error.get("code"))
+    return status
+
+
+def agent_span_attributes(run: TurnRun) -> dict[str, str | int]:
+    """GenAI semantic conventions for `invoke_agent` (agent, conversation = session)."""
+    model = run.snapshot.get("model") or {}
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": str(run.ident.agent_id),
+        "gen_ai.conversation.id": str(run.ident.session_id),
+        "gen_ai.provider.name": str(model.get("provider", "")),
+        "gen_ai.request.model": str(model.get("name") or model.get("provider", "")),
+        "agent_runtime.turn.id": str(run.ident.turn_id),
+        "agent_runtime.agent.version": run.agent_version,
+    }
+
+
+async def _execute(
+    graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream, store: TurnStore
+) -> tuple[str, dict[str, Any] | None]:
     stream.emit(
         "turn.started",
         {
@@ -93,7 +128,8 @@ async def execute(graph: Any, run: TurnRun, ctx: TurnContext, stream: TurnStream
         outcome = {"status": "failed", "error": {"code": "internal_error", "message": type(exc).__name__}}
     status = await _despite_cancel(settle(store, stream, run, last, outcome))
     TURNS_ENDED.labels(status=status).inc()
-    return status
+    error: dict[str, Any] | None = outcome["error"] if status == outcome["status"] else None
+    return status, error
 
 
 async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
@@ -41,6 +42,7 @@ def record_decision(
     ctx: TurnContext, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None
 ) -> None:
     """Stage the receipt (stored with the turn's next batch, before its end) and tell the stream."""
+    POLICY_DECISIONS.labels(point=decision.point, verdict=decision.verdict).inc()
     ctx.journal.stage(
         DECISIONS,
         decision_row(

@@ -12,10 +12,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.core import tracing
 from app.governance.policy import Decision, PolicySet, arguments_hash, blacklist_decision, decide_tool
 from app.graph.context import TurnContext
 from app.graph.nodes.common import record_decision, traced
 from app.graph.state import HumanDecision, TurnState
+from app.graph.telemetry import tool_call, tool_settled
 from app.models.base import utcnow
 from app.providers.base import ToolCall
 from app.tools.base import ToolResult
@@ -60,7 +62,8 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
     if human is not None:
         if human["decision"] != "approve":
             reason = human["reason"] or "no reason given"
-            return await _settle(ctx, call, key, loop, ToolResult(f"denied by a human: {reason}", is_error=True))
+            denial = ToolResult(f"denied by a human: {reason}", is_error=True)
+            return await _settle(ctx, call, key, loop, denial, denied=True)
         if human["arguments"] is not None:  # edited to {} is an edit too
             call = dataclasses.replace(call, arguments=human["arguments"])
     elif not ctx.tools.is_mcp(call.name):
@@ -70,18 +73,26 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
         if decision.verdict == "requires_approval":
             return Gate(call, decision)
-    return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
+    with tool_call(call.name, call.id, mcp=ctx.tools.is_mcp(call.name)) as span:
+        result = await ctx.tools.run(call, key)
+        if result.is_error:
+            tracing.set_error(span, "tool_error")
+    return await _settle(ctx, call, key, loop, result)
 
 
 async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
     record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
-    return await _settle(ctx, call, key, loop, ToolResult(f"denied by policy: {reason}", is_error=True))
+    denial = ToolResult(f"denied by policy: {reason}", is_error=True)
+    return await _settle(ctx, call, key, loop, denial, denied=True)
 
 
-async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult) -> ToolResult:
+async def _settle(
+    ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult, *, denied: bool = False
+) -> ToolResult:
     """Ledger first, then use: if the key was already recorded, the stored result is the result."""
     result = await ctx.store.ledger_put(ctx.ident, key=key, loop=loop, call=call, result=result)
+    tool_settled(call.name, is_error=result.is_error, denied=denied)
     ctx.emit(
         "tool_call.completed",
         {"tool_call_id": call.id, "name": call.name, "is_error": result.is_error, "result": result.content},

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
+from app.graph.telemetry import ModelCall, model_call
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolSpec
 from app.tools.mcp_gateway import McpGatewayUnavailable
 from app.turns.store import MESSAGES, USAGE, message_row, usage_row
@@ -21,14 +22,18 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         tools = await ctx.tools.specs()
     except McpGatewayUnavailable as exc:
         return failed("mcp_gateway_unavailable", str(exc))
-    try:
-        response = await _stream(ctx, _request(state, ctx, tools))
-    except ProviderError as exc:
-        return failed(exc.code, exc.message)
+    model = str(ctx.model.get("name") or ctx.model["provider"])
+    request = _request(state, ctx, tools)
+    with model_call(str(ctx.model["provider"]), model, request.max_tokens) as call:
+        try:
+            response = await _stream(ctx, request, call)
+        except ProviderError as exc:
+            call.failed(exc.code)
+            return failed(exc.code, exc.message)
+        call.finished(response)
     ctx.emit("message.completed", {"text": response.text})
     ctx.emit("usage", {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens})
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
-    model = str(ctx.model.get("name") or ctx.model["provider"])
     ctx.journal.stage(MESSAGES, message_row(ctx.ident, assistant))
     ctx.journal.stage(
         USAGE,
@@ -59,10 +64,11 @@ def _request(state: TurnState, ctx: TurnContext, tools: list[ToolSpec]) -> Model
     )
 
 
-async def _stream(ctx: TurnContext, request: ModelRequest) -> ModelResponse:
+async def _stream(ctx: TurnContext, request: ModelRequest, call: ModelCall) -> ModelResponse:
     emit = ctx.emit
     async for item in ctx.provider.stream(request):
         if isinstance(item, TextDelta):
+            call.text()
             emit("message.delta", {"text": item.text})
         else:
             return item
