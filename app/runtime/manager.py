@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -18,16 +17,14 @@ from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
 from app.governance.gate import Governance
-from app.models import Turn, TurnEvent
-from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
-from app.runtime.events import EndStatus, TurnEnded, stamp
+from app.runtime.events import EndStatus
 from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
-from app.runtime.lease import RunnerLease, orphaned_turns
-from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.lease import RunnerLease
+from app.runtime.notify import EventListener, request_cancel
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
-from app.runtime.store import TurnStore
+from app.runtime.store import TurnStore, end_unowned_turn
 from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
@@ -35,8 +32,6 @@ from app.tools.toolbox import ToolBox
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
 REMOTE_CANCEL_SECONDS = 5.0
-RECOVERY_SEQ_GAP = 10_000
-"""Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 
 
 @dataclass(slots=True)
@@ -204,49 +199,8 @@ class TurnManager:
     async def end_orphan(
         self, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
     ) -> bool:
-        """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
-
-        A turn that was `running` may have streamed events its dead run never stored, so its
-        closing event skips ahead: sequence numbers are never reused, even after a crash.
-        """
-        async with self.engine.begin() as conn:
-            this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-            before = await conn.scalar(select(Turn.status).where(*this_turn).with_for_update())
-            if before not in ("running", "interrupted"):
-                return False
-            last = await conn.scalar(
-                select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
-            )
-            seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
-            row = (
-                await conn.execute(
-                    update(Turn)
-                    .where(*this_turn)
-                    .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
-                    .returning(Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count)
-                )
-            ).one()
-            ended = TurnEnded.of(
-                status,
-                final_output=row.final_output,
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                loop_count=row.loop_count,
-                error=error,
-            )
-            await conn.execute(
-                insert(TurnEvent).values(
-                    turn_id=turn_id,
-                    seq=seq,
-                    tenant_id=tenant_id,
-                    type=ended.type,
-                    data=stamp(str(turn_id), seq, ended),
-                    created_at=utcnow(),
-                )
-            )
-            if conn.dialect.name == "postgresql":
-                await notify_followers(conn, turn_id)
-        return True
+        """End a running or interrupted turn that no task of this process runs (a crash, a cancel)."""
+        return await end_unowned_turn(self.engine, tenant_id, turn_id, status=status, error=error)
 
     async def recover(self) -> int:
         """Turns left `running` by a process that died (its lease lapsed) are failed with `server_restarted`.
@@ -255,8 +209,7 @@ class TurnManager:
         recovery is logged and skipped; the next sweep tries again.
         """
         try:
-            async with self.autocommit.connect() as conn:
-                orphans = list(await conn.execute(orphaned_turns()))
+            orphans = await self.lease.orphans()
         except (OSError, SQLAlchemyError) as exc:
             log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
             return 0
