@@ -97,7 +97,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     container.turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtime=LangGraphRuntime(),
+        runtimes={"langgraph": LangGraphRuntime()},
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,

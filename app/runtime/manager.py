@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import EndStatus
-from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease
 from app.runtime.notify import EventListener, request_cancel
 from app.runtime.recorder import TurnRecorder
@@ -30,6 +31,7 @@ from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
 
 log = logging.getLogger(__name__)
+DEFAULT_RUNTIME = "langgraph"
 LISTEN_POLL_SECONDS = 2.0
 REMOTE_CANCEL_SECONDS = 5.0
 
@@ -57,7 +59,7 @@ class TurnManager:
         *,
         engine: AsyncEngine,
         sql: Sql,
-        runtime: TurnRuntime,
+        runtimes: Mapping[str, TurnRuntime],
         providers: ProviderRegistry,
         outbound: Outbound,
         listener: EventListener | None = None,
@@ -67,7 +69,8 @@ class TurnManager:
         self.listener = listener
         self.store = TurnStore(sql)
         self.flusher = BatchFlusher(sql)
-        self.runtime = runtime
+        self.runtimes = dict(runtimes)
+        """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
         self.providers = providers
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
@@ -115,7 +118,8 @@ class TurnManager:
         turn_id = run.ident.turn_id
         journal = TurnRecorder(run.ident, run.owner_sub, stream, self.store)
         task = asyncio.create_task(
-            execute(self.runtime, run, self._services(run), journal, stream, self.store), name=f"turn-{turn_id}"
+            execute(self.runtime_of(run), run, self._services(run), journal, stream, self.store),
+            name=f"turn-{turn_id}",
         )
         task.add_done_callback(lambda _: self._forget(turn_id))
         self._live[turn_id] = LiveTurn(stream, task)
@@ -126,6 +130,10 @@ class TurnManager:
     def _forget(self, turn_id: uuid.UUID) -> None:
         self._live.pop(turn_id, None)
         LIVE_TURNS.set(len(self._live))
+
+    def runtime_of(self, run: TurnRun) -> TurnRuntime:
+        name = str(run.snapshot.get("runtime", DEFAULT_RUNTIME))
+        return self.runtimes.get(name) or UnavailableRuntime(name)
 
     def _services(self, run: TurnRun) -> TurnServices:
         snapshot, out = run.snapshot, self.outbound
@@ -221,6 +229,17 @@ class TurnManager:
         if ended:
             log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)
         return ended
+
+
+class UnavailableRuntime:
+    """Stands in for a runtime this process does not have: the run fails at once, with a reason."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
+        error = {"code": "runtime_unavailable", "message": f"runtime {self.name!r} is not available in this service"}
+        yield Progress(status="failed", error=error)
 
 
 def _bind(credentials: TurnCredentials, audience: str) -> Any:
