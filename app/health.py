@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.problems import problem_responses
-from app.deps import ContainerDep
+from app.deps import EngineDep
 from app.errors import ServiceUnavailable
 
 READY_TIMEOUT_SECONDS = 3.0
@@ -29,9 +29,9 @@ async def healthz() -> Health:
 
 
 @router.get("/readyz", operation_id="readyz", response_model=Health, responses=problem_responses(503))
-async def readyz(container: ContainerDep) -> Health:
+async def readyz(engine: EngineDep) -> Health:
     try:
-        async with asyncio.timeout(READY_TIMEOUT_SECONDS), container.engine.connect() as conn:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS), engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except (SQLAlchemyError, OSError) as exc:  # OSError covers refused connections and TimeoutError
         raise ServiceUnavailable("Database is unreachable") from exc

@@ -32,7 +32,6 @@ class Resumed:
 
 class ApprovalService:
     def __init__(self, container: Container, principal: Principal) -> None:
-        assert container.turns is not None
         self.container = container
         self.manager: TurnManager = container.turns
         self.principal = principal

@@ -34,7 +34,6 @@ REPLAY_PAGE = 1000
 
 class TurnService:
     def __init__(self, container: Container, principal: Principal) -> None:
-        assert container.turns is not None
         self.container = container
         self.manager: TurnManager = container.turns
         self.principal = principal
