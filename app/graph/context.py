@@ -18,7 +18,9 @@ from app.tools.toolbox import ToolBox
 class TurnContext:
     ident: TurnIdentity
     config: AgentConfig
-    """The pinned snapshot, validated once per run."""
+    """The pinned snapshot, validated once per run, but for its `policies` (left empty here): the
+    policy gate judges the stored rules itself and fails closed on one it cannot read, so a rule
+    stored under older rules denies instead of crashing the turn."""
     model: dict[str, Any]
     """The snapshot's `model` block as stored: what providers read (`ModelRequest.model`)."""
     journal: TurnJournal
@@ -33,7 +35,7 @@ class TurnContext:
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
         return cls(
             ident=run.ident,
-            config=AgentConfig.model_validate(run.snapshot),
+            config=AgentConfig.model_validate({**run.snapshot, "policies": []}),
             model=run.snapshot["model"],
             journal=journal,
             provider=services.provider,
