@@ -21,6 +21,7 @@ from app.container import Container
 from app.context.engine_client import ContextEngineClient
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
+from app.core.json_guard import JsonBodyGuard
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.core.sql import open_sql
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     install_problem_handlers(app)
+    app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
     app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     if settings.http.cors_origins:
         app.add_middleware(

@@ -4,15 +4,15 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
 
 
 class TurnLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_loops: int | None = Field(default=None, ge=1, le=100)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
 
 
 class TurnCreate(BaseModel):
