@@ -13,6 +13,7 @@ from app.auth.principal import Principal
 from app.auth.signing import SigningKeys
 from app.container import AppState
 from app.core.db import unit_of_work
+from app.core.logs import bind
 from app.core.sql import Sql
 from app.errors import Forbidden, Unauthorized
 from app.runtime.manager import TurnManager
@@ -77,7 +78,9 @@ async def get_principal(
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("Missing bearer token")
-    return await container.verifier.verify(credentials.credentials)
+    principal = await container.verifier.verify(credentials.credentials)
+    bind(tenant_id=principal.tenant_id)
+    return principal
 
 
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]

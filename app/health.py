@@ -11,8 +11,9 @@ from pydantic import BaseModel
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.core.metrics import observe_pools
 from app.core.problems import problem_responses
-from app.deps import EngineDep
+from app.deps import EngineDep, SqlDep
 from app.errors import ServiceUnavailable
 
 READY_TIMEOUT_SECONDS = 3.0
@@ -39,5 +40,6 @@ async def readyz(engine: EngineDep) -> Health:
 
 
 @router.get("/metrics", operation_id="metrics", response_class=PlainTextResponse)
-async def metrics() -> PlainTextResponse:
+async def metrics(engine: EngineDep, sql: SqlDep) -> PlainTextResponse:
+    observe_pools(engine, sql)
     return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)

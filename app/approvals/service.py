@@ -70,8 +70,7 @@ class ApprovalService:
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
         async with unit_of_work(self.container.session_factory) as db:
-            if await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id) is None:
-                raise NotFound(f"Turn {turn_id} not found")
+            await self._visible_turn(db, turn_id)  # another tenant's or user's turn: 404 before any wait or lock
         # A client may decide as soon as it sees approval.required, while the run is still settling.
         await self.manager.wait(turn_id)
         async with unit_of_work(self.container.session_factory) as db:
@@ -92,10 +91,14 @@ class ApprovalService:
             run = await self._claim(db, turn, session, ids[-1], {a.tool_call_id: _human(a) for a in batch})
         return Resumed(turn.id, self.manager.launch(run))
 
-    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> tuple[Turn, Session]:
-        turn = await TurnRepository(db, self.principal.tenant_id).lock(self.principal, turn_id)
+    async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
+        turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id, for_update=for_update)
         if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
+        return turn
+
+    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> tuple[Turn, Session]:
+        turn = await self._visible_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)

@@ -19,13 +19,10 @@ class TurnRepository(TenantRepository[Turn]):
     def visible(self, principal: Principal) -> Select[tuple[Turn]]:
         return self.owned(principal.owner_filter)
 
-    async def get(self, principal: Principal, turn_id: uuid.UUID) -> Turn | None:
-        return await self.first(self.visible(principal).where(Turn.id == turn_id))
-
-    async def lock(self, principal: Principal, turn_id: uuid.UUID) -> Turn | None:
-        """The turn, visible to `principal`, locked for the rest of the transaction (fresh from the database)."""
-        stmt = self.visible(principal).where(Turn.id == turn_id).with_for_update()
-        return await self.first(stmt.execution_options(populate_existing=True))
+    async def get(self, principal: Principal, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn | None:
+        """The turn if the principal may see it; `for_update` locks only a row that passes that filter."""
+        stmt = self.visible(principal).where(Turn.id == turn_id)
+        return await self.first(stmt.with_for_update() if for_update else stmt)
 
     async def claim_for_resume(self, turn_id: uuid.UUID, *, approval_id: uuid.UUID, runner_id: uuid.UUID) -> bool:
         """Move an interrupted turn back to `running` for this runner; False if another decision did first."""
