@@ -33,6 +33,7 @@ from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
+from app.memory.tools import MemoryTools
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
@@ -99,6 +100,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if listener is not None:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
+    session_factory = create_session_factory(engine)
     turns = TurnManager(
         engine=engine,
         sql=sql,
@@ -106,11 +108,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
+        memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
+            session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
+        ),
     )
     app.state.container = AppState(
         settings=settings,
         engine=engine,
-        session_factory=create_session_factory(engine),
+        session_factory=session_factory,
         verifier=build_verifier(settings, http),
         http=http,
         sql=sql,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, m
 
 from app.governance.policy import PolicyRule, ToolGlob
 
-BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
+BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo", "memory")
 _TOOL_REF = re.compile(
     r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$"
 )

@@ -77,6 +77,8 @@ class _BadArguments(Exception):
 class MemoryTools:
     """The memory tools of one turn: a tenant, the user the agent acts for, the agent."""
 
+    specs = MEMORY_TOOL_SPECS
+
     def __init__(
         self, session_factory: async_sessionmaker[AsyncSession], *, tenant_id: str, user_sub: str, agent_id: uuid.UUID
     ) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore, end_unowned_turn
 from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
-from app.tools.toolbox import ToolBox
+from app.tools.toolbox import LocalTools, ToolBox
 
 log = logging.getLogger(__name__)
 DEFAULT_RUNTIME = "langgraph"
@@ -53,6 +53,10 @@ class Outbound:
     gateway: McpGatewayClient | None = None
 
 
+MemoryToolsFactory = Callable[[str, str, uuid.UUID], LocalTools]
+"""(tenant_id, the user the agent acts for, agent_id) → that turn's `builtin:memory` tools."""
+
+
 class TurnManager:
     def __init__(
         self,
@@ -63,8 +67,10 @@ class TurnManager:
         providers: ProviderRegistry,
         outbound: Outbound,
         listener: EventListener | None = None,
+        memory_tools: MemoryToolsFactory | None = None,
     ) -> None:
         self.engine = engine
+        self.memory_tools = memory_tools
         self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.listener = listener
         self.store = TurnStore(sql)
@@ -160,6 +166,7 @@ class TurnManager:
                 gateway=out.gateway,
                 gateway_token=gateway_token,
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
+                local=self._memory(run),
             ),
             governance=Governance(
                 self.store.sql,
@@ -170,6 +177,11 @@ class TurnManager:
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
         )
+
+    def _memory(self, run: TurnRun) -> LocalTools | None:
+        if self.memory_tools is None or "builtin:memory" not in run.snapshot.get("tools", []):
+            return None
+        return self.memory_tools(run.ident.tenant_id, run.owner_sub, run.ident.agent_id)
 
     async def wait_for_events(self, turn_id: uuid.UUID, poll_seconds: float) -> None:
         """Until new events of a turn run elsewhere may be stored: a NOTIFY, or the poll interval."""

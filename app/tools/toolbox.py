@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from app.providers.base import ToolCall, ToolSpec
 from app.tools.base import ToolResult
 from app.tools.builtin import BUILTIN_TOOLS, run_builtin
 from app.tools.mcp_gateway import McpGatewayClient, filter_tools
+
+
+class LocalTools(Protocol):
+    """Tools served in-process with state of their own (the memory tools), beside the stateless built-ins."""
+
+    @property
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+    async def run(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
 
 
 class ToolBox:
@@ -18,8 +28,13 @@ class ToolBox:
         gateway: McpGatewayClient | None,
         gateway_token: Callable[[], str] | None,
         team_unit: str,
+        local: LocalTools | None = None,
     ) -> None:
-        self.builtins = [r.removeprefix("builtin:") for r in tool_refs if r.startswith("builtin:")]
+        refs = [r.removeprefix("builtin:") for r in tool_refs if r.startswith("builtin:")]
+        self._local = local
+        self._local_names = frozenset(spec.name for spec in local.specs) if local else frozenset()
+        self.builtins = [name for name in refs if name in BUILTIN_TOOLS] + sorted(self._local_names)
+        """What the model sees by a plain name: the stateless built-ins and the local tools."""
         self.servers = [r.removeprefix("mcp:") for r in tool_refs if r.startswith("mcp:")]
         self._gateway = gateway if gateway_token is not None and self.servers else None
         self._token = gateway_token
@@ -28,7 +43,8 @@ class ToolBox:
 
     async def specs(self) -> list[ToolSpec]:
         """Built-ins, then MCP tools from `tools/list` (raises McpGatewayUnavailable; discovered once)."""
-        specs = [BUILTIN_TOOLS[name].spec for name in self.builtins]
+        specs = [BUILTIN_TOOLS[name].spec for name in self.builtins if name in BUILTIN_TOOLS]
+        specs += self._local.specs if self._local else ()
         if self._gateway is None or self._token is None:
             return specs
         if self._mcp_specs is None:
@@ -41,6 +57,8 @@ class ToolBox:
         return bool(sep) and server in self.servers
 
     async def run(self, call: ToolCall, idempotency_key: str) -> ToolResult:
+        if self._local is not None and call.name in self._local_names:
+            return await self._local.run(call.name, call.arguments)
         if call.name in self.builtins:
             return await run_builtin(call.name, call.arguments)
         if self.is_mcp(call.name) and self._gateway is not None and self._token is not None:
