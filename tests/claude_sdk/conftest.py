@@ -1,0 +1,29 @@
+"""The loopback Anthropic API every Claude SDK test talks to (one per run: Claude Code is slow to start)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.claude_sdk.mock_anthropic import MockAnthropic
+
+MOCK_KEY = "sk-ant-mock-key-for-tests-0123456789"
+
+
+@pytest.fixture(scope="session")
+async def mock_anthropic() -> AsyncIterator[MockAnthropic]:
+    mock = MockAnthropic()
+    await mock.start()
+    try:
+        yield mock
+    finally:
+        await mock.stop()
+
+
+@pytest.fixture
+def anthropic(mock_anthropic: MockAnthropic) -> MockAnthropic:
+    """The mock with an empty script and log for this test."""
+    mock_anthropic.script.clear()
+    mock_anthropic.log.clear()
+    return mock_anthropic
