@@ -14,6 +14,7 @@ from app.core.sql import Sql
 from app.settings import Settings
 
 if TYPE_CHECKING:
+    from app.claude_sdk.runtime import ClaudeSdkRuntime
     from app.runtime.manager import TurnManager
 
 
@@ -28,3 +29,5 @@ class Container:
     """Hot-path statements (app/core/sql.py); set by the lifespan."""
     turns: TurnManager | None = field(default=None)
     signing: SigningKeys | None = field(default=None)
+    claude_sdk: ClaudeSdkRuntime | None = field(default=None)
+    """The `claude_sdk` runtime and its pool of Claude Code processes; set by the lifespan."""

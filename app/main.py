@@ -16,6 +16,9 @@ from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
+from app.claude_sdk.options import Provider
+from app.claude_sdk.pool import ClientPool
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import Container
 from app.context.engine_client import ContextEngineClient
 from app.core.body_limit import BodySizeLimit
@@ -33,6 +36,7 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.runtime.select import RuntimeBySnapshot
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -94,20 +98,24 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
     container.sql = sql
+    claude_sdk = _claude_sdk(settings)
+    container.claude_sdk = claude_sdk
     container.turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtime=LangGraphRuntime(),
+        runtime=RuntimeBySnapshot({"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk}),
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
     )
     app.state.container = container
     await container.turns.start()
+    claude_sdk.pool.start_reaper()
     try:
         yield
     finally:
         await container.turns.shutdown()
+        await claude_sdk.pool.close_all()
         if listener is not None:
             await listener.close()
         if outbound.gateway is not None:
@@ -117,6 +125,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await http.aclose()
         await sql.close()
         await engine.dispose()
+
+
+def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
+    config = settings.claude_sdk
+    return ClaudeSdkRuntime(
+        pool=ClientPool(max_sessions=config.max_sessions, idle_seconds=config.idle_seconds),
+        data_dir=settings.data_dir,
+        provider=Provider(api_key=settings.anthropic.api_key, base_url=settings.anthropic.base_url),
+        cli_path=config.cli_path,
+    )
 
 
 def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:

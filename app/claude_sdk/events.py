@@ -1,10 +1,11 @@
 """Claude Agent SDK messages → our turn events, so a client cannot tell the runtimes apart.
 
 One model call is read from the partial-message stream (`include_partial_messages`): each text
-delta is a `message.delta`, `message_stop` closes the call with `message.completed` (the deltas
-concatenated, and the stop reason) and its `usage`; the tool calls of that reply follow as
-`tool_call.requested`, and the results Claude Code feeds back become `tool_call.completed`. The
-`ResultMessage` ends the SDK turn; the executor settles ours from it.
+delta is a `message.delta`, each tool call a `tool_call.requested` as soon as its block is complete
+(Claude Code asks its `PreToolUse` hook then, while the reply still streams, and the decision
+events follow the request), and `message_stop` closes the call with `message.completed` (the deltas
+concatenated, and the stop reason) and its `usage`. The results Claude Code feeds back become
+`tool_call.completed`. The `ResultMessage` ends the SDK turn; the runtime settles ours from it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, ToolResultBlock, ToolUseBlock, UserMessage
 
 from app.claude_sdk.surface import plain_name
+from app.providers.base import ToolCall
 
 Event = tuple[str, dict[str, Any]]
 
@@ -25,6 +27,7 @@ class ModelCall:
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -32,8 +35,11 @@ class EventMapper:
     """Stateful across one SDK turn: the open model call, the tool calls asked for and their names."""
 
     call: ModelCall = field(default_factory=ModelCall)
-    requested: list[Event] = field(default_factory=list)
+    closed: list[ModelCall] = field(default_factory=list)
+    """Model calls closed since the caller last took them (`take_closed`)."""
     names: dict[str, str] = field(default_factory=dict)
+    opened: int = 0
+    """Model calls started so far."""
     last_text: str = ""
     model_calls: int = 0
     input_tokens: int = 0
@@ -51,6 +57,7 @@ class EventMapper:
     def _stream(self, event: dict[str, Any]) -> list[Event]:
         kind = event.get("type")
         if kind == "message_start":
+            self.opened += 1
             usage = event.get("message", {}).get("usage") or {}
             self.call = ModelCall(input_tokens=_input_tokens(usage), output_tokens=int(usage.get("output_tokens") or 0))
             return []
@@ -75,26 +82,30 @@ class EventMapper:
         self.input_tokens += call.input_tokens
         self.output_tokens += call.output_tokens
         self.last_text = call.text
-        events: list[Event] = [
+        self.closed.append(call)
+        self.call = ModelCall()
+        return [
             ("message.completed", {"text": call.text, "stop_reason": call.stop_reason or "end_turn"}),
             ("usage", {"input_tokens": call.input_tokens, "output_tokens": call.output_tokens, "kind": "model"}),
-            *self.requested,
         ]
-        self.requested = []
-        self.call = ModelCall()
-        return events
+
+    def take_closed(self) -> list[ModelCall]:
+        closed, self.closed = self.closed, []
+        return closed
 
     def _assistant(self, message: AssistantMessage) -> list[Event]:
         if message.parent_tool_use_id is not None:
             return []  # a subagent's inner calls are its own business
+        events: list[Event] = []
         for block in message.content:
             if isinstance(block, ToolUseBlock):
-                name = plain_name(block.name)
-                self.names[block.id] = name
-                self.requested.append(
-                    ("tool_call.requested", {"tool_call_id": block.id, "name": name, "arguments": dict(block.input)})
+                call = ToolCall(id=block.id, name=plain_name(block.name), arguments=dict(block.input))
+                self.names[call.id] = call.name
+                self.call.tool_calls.append(call)
+                events.append(
+                    ("tool_call.requested", {"tool_call_id": call.id, "name": call.name, "arguments": call.arguments})
                 )
-        return []
+        return events
 
     def _results(self, message: UserMessage) -> list[Event]:
         if not isinstance(message.content, list):

@@ -25,7 +25,9 @@ from app.tools.base import ToolResult
 UNKNOWN_TOOL_RULE_ID = "unknown_tool"
 OUTSIDE_WORKDIR_RULE_ID = "outside_workdir"
 
-Outcome = Literal["allow", "deny", "done", "requires_approval"]
+Outcome = Literal["allow", "deny", "done", "requires_approval", "held"]
+"""`held`: the turn stops before this call (an earlier call waits for a human, or a limit is reached)."""
+STOPS: frozenset[Outcome] = frozenset({"requires_approval", "held"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class Verdict:
             return f"this call already ran; its result: {self.stored.content}"
         if self.outcome == "requires_approval":
             return "this call waits for a human's approval"
+        if self.outcome == "held":
+            return "this call waits: the turn stops before it"
         if self.decision is None:
             return ""
         return f"denied by policy: {self.decision.reason or f'rule {self.decision.rule_id}'}"
@@ -54,8 +58,8 @@ class GateRecorder(Protocol):
 
     def record_decision(self, decision: Decision, *, tool_call_id: str, tool_name: str) -> None: ...
 
-    async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> None:
-        """Called once per call with the final verdict (settle denials, raise approvals, remember allows)."""
+    async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> Verdict:
+        """Called once per call with the gate's verdict; returns the one that stands (the turn may hold it)."""
         ...
 
 
@@ -97,8 +101,7 @@ class ToolGate:
             return {}
         name, arguments = plain_name(data["tool_name"]), dict(data["tool_input"])
         call_id = tool_use_id or data["tool_use_id"]
-        verdict = await self.judge(name, arguments, call_id)
-        await self._recorder.on_verdict(call_id, name, arguments, verdict)
+        verdict = await self._recorder.on_verdict(call_id, name, arguments, await self.judge(name, arguments, call_id))
         if verdict.outcome == "allow" or (verdict.outcome == "done" and not self._surface.is_native(name)):
             return {}  # an in-process tool answers a call already done from the ledger itself
         output: SyncHookJSONOutput = {
@@ -108,7 +111,7 @@ class ToolGate:
                 "permissionDecisionReason": verdict.message,
             }
         }
-        if verdict.outcome == "requires_approval":
+        if verdict.outcome in STOPS:
             output["continue_"] = False
             output["stopReason"] = verdict.message
         return output

@@ -11,6 +11,7 @@ auto-update and other non-essential traffic off, and its subprocesses' credentia
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from dataclasses import dataclass
@@ -50,9 +51,30 @@ class SessionFolders:
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.config.mkdir(parents=True, exist_ok=True, mode=0o700)
 
-    def has_transcript(self, session_id: uuid.UUID) -> bool:
+    def transcripts(self, session_id: uuid.UUID) -> list[Path]:
         projects = self.config / "projects"
-        return projects.is_dir() and any(projects.glob(f"*/{session_id}.jsonl"))
+        return sorted(projects.glob(f"*/{session_id}.jsonl")) if projects.is_dir() else []
+
+    def has_transcript(self, session_id: uuid.UUID) -> bool:
+        return bool(self.transcripts(session_id))
+
+    def tool_use_entry(self, session_id: uuid.UUID, tool_use_id: str) -> str | None:
+        """The id of Claude Code's transcript entry that holds the `tool_use` block `tool_use_id` (blocking I/O)."""
+        for path in self.transcripts(session_id):
+            with path.open(encoding="utf-8") as lines:
+                for line in lines:
+                    if tool_use_id not in line:
+                        continue
+                    entry = json.loads(line)
+                    if entry.get("type") == "assistant" and _holds_tool_use(entry, tool_use_id):
+                        return str(entry["uuid"])
+        return None
+
+
+def _holds_tool_use(entry: dict[str, Any], tool_use_id: str) -> bool:
+    content = (entry.get("message") or {}).get("content")
+    blocks = content if isinstance(content, list) else []
+    return any(block.get("type") == "tool_use" and block.get("id") == tool_use_id for block in blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +109,9 @@ def session_options(
     can_use_tool: CanUseTool,
     hooks: dict[Any, list[HookMatcher]],
     cli_path: Path | None = None,
+    resume_at: str | None = None,
 ) -> ClaudeAgentOptions:
+    """`resume_at`: continue the conversation from that transcript entry (a call that waited for a human)."""
     model = snapshot["model"]
     folders.create()
     resume = folders.has_transcript(session_id)
@@ -107,5 +131,6 @@ def session_options(
         env=cli_environment(provider, folders, max_tokens=int(model.get("max_tokens", 1024))),
         resume=str(session_id) if resume else None,
         session_id=None if resume else str(session_id),
+        resume_session_at=resume_at if resume else None,
         cli_path=cli_path,
     )

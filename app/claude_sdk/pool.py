@@ -68,6 +68,12 @@ class ClientPool:
     def __len__(self) -> int:
         return len(self._leases)
 
+    def admits(self, session_id: uuid.UUID) -> bool:
+        """Whether a turn of this session gets a client now: its own, a free slot, or an idle one to close."""
+        if session_id in self._leases or len(self._leases) + self._starting < self.max_sessions:
+            return True
+        return any(not lease.busy for lease in self._leases.values())
+
     def get(self, session_id: uuid.UUID) -> Lease | None:
         return self._leases.get(session_id)
 

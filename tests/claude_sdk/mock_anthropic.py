@@ -35,6 +35,8 @@ class Step:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     hold: asyncio.Event | None = None
     """When set, the stream pauses after its first delta until the event is set (to cancel mid-reply)."""
+    holding: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the stream has paused at `hold`."""
 
 
 @dataclass
@@ -155,6 +157,7 @@ class MockAnthropic:
                 delta = {"type": "text_delta", "text": word}
                 yield _frame("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
                 if n == 0 and step.hold is not None:
+                    step.holding.set()
                     await step.hold.wait()
             yield _frame("content_block_stop", {"type": "content_block_stop", "index": 0})
             index = 1

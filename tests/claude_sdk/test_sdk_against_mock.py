@@ -48,8 +48,9 @@ class Recorder:
     def record_decision(self, decision: Decision, *, tool_call_id: str, tool_name: str) -> None:
         self.decisions.append((tool_call_id, decision))
 
-    async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> None:
+    async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> Verdict:
         self.verdicts.append((tool_call_id, name, verdict))
+        return verdict
 
     async def run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         self.ran.append((name, arguments))
