@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from app.governance.policy import PolicyRule
+from app.governance.policy import PolicyRule, ToolGlob
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
 CLAUDE_TOOL_NAMES = ("Read", "Write", "Edit", "Glob", "Grep")
@@ -73,7 +73,7 @@ class AgentConfig(_Strict):
     runtime: Runtime = "langgraph"
     """Declared before `tools`, whose validation depends on it."""
     tools: list[str] = Field(default_factory=list, max_length=100)
-    tool_blacklist: list[str] = Field(default_factory=list, max_length=200)
+    tool_blacklist: list[ToolGlob] = Field(default_factory=list, max_length=200)
     policies: list[PolicyRule] = Field(default_factory=list, max_length=500)
     limits: Limits = Field(default_factory=Limits)
     context: ContextConfig = Field(default_factory=ContextConfig)
