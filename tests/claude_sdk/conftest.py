@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +29,19 @@ def anthropic(mock_anthropic: MockAnthropic) -> MockAnthropic:
     mock_anthropic.script.clear()
     mock_anthropic.log.clear()
     return mock_anthropic
+
+
+def claude_children() -> set[int]:
+    """Pids of the Claude Code processes this test process started that are still alive."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            exe = os.readlink(entry / "exe")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and exe.endswith("/claude"):
+            pids.add(int(entry.name))
+    return pids

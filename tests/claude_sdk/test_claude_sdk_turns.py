@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models import PolicyDecision, ToolExecution
 from app.settings import AnthropicSettings, ClaudeSdkSettings, Settings
-from tests.claude_sdk.conftest import MOCK_KEY
+from tests.claude_sdk.conftest import MOCK_KEY, claude_children
 from tests.claude_sdk.mock_anthropic import LOOP_MARKER, MockAnthropic, Step
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session
@@ -287,3 +287,21 @@ async def test_a_claude_tool_works_in_the_session_folder_only(
     assert (work / "note.txt").read_text() == "kept inside"
     assert not outside.exists()
     assert [d["rule_id"] for d in of(frames, "policy.decision")] == [None, "outside_workdir"]
+
+
+async def test_closing_the_session_ends_its_process(
+    sdk_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], anthropic: MockAnthropic
+) -> None:
+    app, api = sdk_app
+    pool = app.state.container.claude_sdk.pool
+    session_id = await new_session(api, alice)
+    anthropic.play(Step(text="hello"))
+    await turn(api, alice, session_id, "hi")
+    assert pool.get(uuid.UUID(session_id)) is not None
+    assert len(claude_children()) == 1
+
+    response = await api.delete(f"/sessions/{session_id}", headers=alice)
+
+    assert response.status_code == 204
+    assert pool.get(uuid.UUID(session_id)) is None
+    assert claude_children() == set()

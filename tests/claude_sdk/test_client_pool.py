@@ -5,7 +5,6 @@ Real clients and processes (each start costs a couple of seconds, so the tests s
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
@@ -15,24 +14,8 @@ from claude_agent_sdk import ClaudeSDKClient
 from app.claude_sdk.options import Provider, SessionFolders, session_options
 from app.claude_sdk.pool import ClientPool, Opener, PoolFull, SdkClient
 from app.claude_sdk.router import SessionRouter
-from tests.claude_sdk.conftest import MOCK_KEY
+from tests.claude_sdk.conftest import MOCK_KEY, claude_children
 from tests.claude_sdk.mock_anthropic import MockAnthropic
-
-
-def claude_children() -> set[int]:
-    """Pids of the Claude Code processes this test process started that are still alive."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            exe = os.readlink(entry / "exe")
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and exe.endswith("/claude"):
-            pids.add(int(entry.name))
-    return pids
 
 
 class Clock:
