@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -106,6 +106,17 @@ class HttpSettings(BaseSettings):
     sse_ping_seconds: float = Field(default=15.0, gt=0)
 
 
+class ObservabilitySettings(BaseSettings):
+    """Logs, traces (DESIGN.md "Operations")."""
+
+    model_config = _group("")
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    otel_exporter_otlp_endpoint: str | None = None
+    """Traces are on when set: OTLP/HTTP to `{endpoint}/v1/traces` (needs the `otlp` extra)."""
+    otel_service_name: str = "agent-runtime"
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -117,6 +128,7 @@ class Settings(BaseSettings):
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @property
     def database_url(self) -> str:
