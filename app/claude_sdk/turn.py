@@ -22,6 +22,7 @@ from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 from app.claude_sdk.events import EventMapper, ModelCall
 from app.claude_sdk.gate import Verdict
 from app.claude_sdk.surface import ToolSurface
+from app.core.metrics import TOKENS, TOOL_CALLS
 from app.governance.policy import Decision, arguments_hash
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import (
@@ -67,6 +68,7 @@ class SdkTurn:
         self.calls: dict[str, ToolCall] = {}
         self.results: dict[str, ToolResult] = {}
         """Results we produced (denials, in-process runs): what `tool_call.completed` reports."""
+        self.denied: set[str] = set()
         self.waiting: set[str] = set()
         """Calls that wait for the resume: Claude Code's error result for them is not theirs."""
         self.grants: set[tuple[str, str]] = set()
@@ -106,6 +108,7 @@ class SdkTurn:
             await self.journal.request_approvals([ApprovalRequest(call, self.progress.loop_count, verdict.decision)])
             return verdict
         if verdict.outcome == "deny":
+            self.denied.add(call.id)
             self.results[call.id] = await self.journal.ledger_put(
                 self.key(call.id), self.progress.loop_count, call, ToolResult(verdict.message, is_error=True)
             )
@@ -171,12 +174,16 @@ class SdkTurn:
                 result = await self.journal.ledger_put(self.key(call_id), self.progress.loop_count, call, result)
             data = {**data, "is_error": result.is_error, "result": result.content}
             self.journal.tool_result(call, result)
+            outcome = "denied" if call_id in self.denied else "error" if result.is_error else "ok"
+            TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
         self.journal.event(_EVENTS[kind].model_validate(data))
 
     async def _closed(self, client: ClaudeSDKClient, call: ModelCall) -> None:
         self._had_tools = bool(call.tool_calls)
         self.progress.input_tokens += call.input_tokens
         self.progress.output_tokens += call.output_tokens
+        TOKENS.labels(provider="anthropic", model=self.model, kind="input").inc(call.input_tokens)
+        TOKENS.labels(provider="anthropic", model=self.model, kind="output").inc(call.output_tokens)
         self.progress.last_text = call.text
         message = ChatMessage(role="assistant", content=call.text, tool_calls=tuple(call.tool_calls))
         self.journal.assistant_message(message, ModelUsage(self.model, call.input_tokens, call.output_tokens))

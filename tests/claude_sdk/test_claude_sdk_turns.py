@@ -305,3 +305,35 @@ async def test_closing_the_session_ends_its_process(
     assert response.status_code == 204
     assert pool.get(uuid.UUID(session_id)) is None
     assert claude_children() == set()
+
+
+async def test_a_reply_asking_for_tools_at_max_loops_ends_the_turn_loop_limit(
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic
+) -> None:
+    session_id = await new_session(api, alice, limits={"max_loops": 1})
+    anthropic.play(
+        Step(tool_calls=[("mcp__agent__echo", {"text": "first"})]),
+        Step(text="once more", tool_calls=[("mcp__agent__echo", {"text": "second"})]),
+    )
+
+    frames = await turn(api, alice, session_id, "echo twice")
+
+    assert [c["result"] for c in of(frames, "tool_call.completed")] == ["first"]
+    assert frames[-1].data["status"] == "loop_limit"
+    assert frames[-1].data["final_output"] == "once more"
+    assert frames[-1].data["loop_count"] == 1
+
+
+async def test_output_past_the_budget_ends_the_turn_budget_exceeded(
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic
+) -> None:
+    session_id = await new_session(api, alice, limits={"max_output_tokens": 3})
+    anthropic.play(Step(text="this reply is longer than three tokens"), Step(text="never asked"))
+
+    frames = await turn(api, alice, session_id, "talk")
+
+    ended = frames[-1].data
+    assert ended["status"] == "budget_exceeded"
+    assert ended["error"]["code"] == "budget_exceeded"
+    assert ended["error"]["spent"]["output_tokens"] == 7
+    assert ended["final_output"] == "this reply is longer than three tokens"
