@@ -19,7 +19,7 @@ from app.auth.verify import JwksCache, TokenVerifier
 from app.claude_sdk.options import Provider
 from app.claude_sdk.pool import ClientPool
 from app.claude_sdk.runtime import ClaudeSdkRuntime
-from app.container import Container
+from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
@@ -42,7 +42,6 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
-from app.runtime.select import RuntimeBySnapshot
 from app.schedules.router import router as schedules_router
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
@@ -80,13 +79,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if tracing.enabled():
         instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-    container = Container(
-        settings=settings,
-        engine=engine,
-        session_factory=create_session_factory(engine),
-        verifier=build_verifier(settings, http),
-        http=http,
-    )
     anthropic_client = build_anthropic_client(
         settings.anthropic.api_key,
         settings.anthropic.base_url,
@@ -106,29 +98,36 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_engine=_context_engine(settings, http),
         gateway=_gateway(settings),
     )
-    container.signing = signing
     listener = None if is_sqlite(url) else EventListener(engine.url)
     if listener is not None:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
-    container.sql = sql
     claude_sdk = _claude_sdk(settings)
-    container.claude_sdk = claude_sdk
-    container.turns = TurnManager(
+    turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtime=RuntimeBySnapshot({"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk}),
+        runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
     )
-    app.state.container = container
-    await container.turns.start()
+    app.state.container = AppState(
+        settings=settings,
+        engine=engine,
+        session_factory=create_session_factory(engine),
+        verifier=build_verifier(settings, http),
+        http=http,
+        sql=sql,
+        signing=signing,
+        turns=turns,
+        claude_sdk=claude_sdk,
+    )
+    await turns.start()
     claude_sdk.pool.start_reaper()
     try:
         yield
     finally:
-        await container.turns.shutdown()
+        await turns.shutdown()
         await claude_sdk.pool.close_all()
         if listener is not None:
             await listener.close()
