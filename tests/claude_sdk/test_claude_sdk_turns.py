@@ -337,3 +337,29 @@ async def test_output_past_the_budget_ends_the_turn_budget_exceeded(
     assert ended["error"]["code"] == "budget_exceeded"
     assert ended["error"]["spent"]["output_tokens"] == 7
     assert ended["final_output"] == "this reply is longer than three tokens"
+
+
+async def test_a_human_denial_answers_the_waiting_call_and_the_model_goes_on(
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic
+) -> None:
+    session_id = await new_session(api, alice)
+    anthropic.play(Step(tool_calls=[("mcp__agent__calculator", {"expression": "2+2"})]))
+    frames = await turn(api, alice, session_id, "add two and two")
+    (required,) = of(frames, "approval.required")
+
+    anthropic.play(Step(text="Understood, no arithmetic."))
+    resumed = await read_turn(
+        api,
+        "POST",
+        f"/approvals/{required['approval_id']}",
+        json={"decision": "deny", "reason": "not now"},
+        headers=alice,
+    )
+
+    assert [(c["result"], c["is_error"]) for c in of(resumed, "tool_call.completed")] == [
+        ("denied by a human: not now", True)
+    ]
+    assert resumed[-1].data["final_output"] == "Understood, no arithmetic."
+    (result,) = [b for b in anthropic.loop_requests()[-1]["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    assert result["is_error"] is True
+    assert "denied by a human: not now" in str(result["content"])
