@@ -1,0 +1,113 @@
+"""Turns that wait behind their session's active turn (`multitask_strategy: enqueue`).
+
+A queued turn is a `turns` row with status `queued` and no user message yet: its message joins the
+history when it starts, after everything the turn ahead of it wrote. It starts when its session has
+no active turn — the partial unique index on active turns decides, so two replicas racing to start
+the next turn cannot both win. Whoever settles a turn starts the next one; the lease's sweep starts
+any queue left behind by a replica that died, and an enqueuer that finds the session idle starts it
+itself.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import and_, bindparam, exists, select, update
+from sqlalchemy.orm import aliased
+
+from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
+from app.models import ACTIVE_STATUSES, Turn
+from app.models.base import utcnow
+from app.providers.base import ChatMessage
+from app.runtime.journal import TurnIdentity
+from app.runtime.store import MESSAGES, TURNS, message_row
+
+MAX_QUEUED_PER_SESSION = 16
+
+_turns = bare(TURNS)
+_ahead = aliased(Turn)
+OLDEST_QUEUED = (
+    select(Turn.id)
+    .where(
+        Turn.tenant_id == bindparam("tenant_id"),
+        Turn.session_id == bindparam("session_id"),
+        Turn.status == "queued",
+    )
+    .order_by(Turn.created_at, Turn.id)
+    .limit(1)
+    .scalar_subquery()
+)
+PROMOTE = Query(
+    update(_turns)
+    .where(_turns.c.tenant_id == bindparam("tenant_id"), _turns.c.id == OLDEST_QUEUED)
+    .values(status="running", runner_id=bindparam("runner_id"), updated_at=bindparam("now"))
+    .returning(_turns.c.id, _turns.c.input, _turns.c.owner_sub)
+)
+QUEUED_COUNT = Query(
+    select(Turn.id).where(
+        Turn.tenant_id == bindparam("tenant_id"), Turn.session_id == bindparam("session_id"), Turn.status == "queued"
+    )
+)
+CANCEL_QUEUED = Query(
+    update(_turns)
+    .where(
+        _turns.c.tenant_id == bindparam("tenant_id"),
+        _turns.c.session_id == bindparam("session_id"),
+        _turns.c.status == "queued",
+    )
+    .values(status="cancelled", updated_at=bindparam("now"), ended_at=bindparam("now"))
+    .returning(_turns.c.id)
+)
+STALLED = Query(
+    select(Turn.tenant_id, Turn.session_id)
+    .where(
+        Turn.status == "queued",
+        ~exists().where(
+            and_(_ahead.session_id == Turn.session_id, _ahead.status.in_(ACTIVE_STATUSES))
+        ),
+    )
+    .distinct()
+    .limit(bindparam("limit"))
+)
+"""Sessions whose queue no one is going to start (a sweep across tenants, like recovery's)."""
+
+
+class QueueFull(Exception):
+    pass
+
+
+class TurnQueue:
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql
+
+    async def enqueue(self, turn: dict[str, Any]) -> None:
+        """Store `turn` as queued (its user message is written when it starts)."""
+        waiting = await self.sql.fetch(QUEUED_COUNT, {"tenant_id": turn["tenant_id"], "session_id": turn["session_id"]})
+        if len(waiting) >= MAX_QUEUED_PER_SESSION:
+            raise QueueFull(f"{MAX_QUEUED_PER_SESSION} turns already wait in this session")
+        await insert_rows(self.sql, TURNS, [{**turn, "status": "queued", "runner_id": None}])
+
+    async def promote(self, ident: TurnIdentity, runner_id: uuid.UUID) -> Mapping[str, Any] | None:
+        """Make the session's oldest queued turn running here, with its user message; None when there
+        is none, or the session already has an active turn. `ident.turn_id` is ignored."""
+        params = {"tenant_id": ident.tenant_id, "session_id": ident.session_id, "runner_id": runner_id, "now": utcnow()}
+        try:
+            async with self.sql.transaction() as tx:
+                row = await tx.fetchrow(PROMOTE, params)
+                if row is None:
+                    return None
+                started = TurnIdentity(ident.tenant_id, ident.session_id, row["id"], ident.agent_id)
+                message = message_row(started, ChatMessage(role="user", content=row["input"]))
+                await insert_rows(tx, MESSAGES, [message])
+        except INTEGRITY_ERRORS:
+            return None
+        return row
+
+    async def cancel_queued(self, tenant_id: str, session_id: uuid.UUID) -> list[uuid.UUID]:
+        rows = await self.sql.fetch(CANCEL_QUEUED, {"tenant_id": tenant_id, "session_id": session_id, "now": utcnow()})
+        return [row["id"] for row in rows]
+
+    async def stalled(self, limit: int = 50) -> list[tuple[str, uuid.UUID]]:
+        return [(row["tenant_id"], row["session_id"]) for row in await self.sql.fetch(STALLED, {"limit": limit})]
