@@ -12,7 +12,7 @@ from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
-from app.turns.responses import TURN_RESPONSES, wants_json
+from app.turns.responses import TURN_RESPONSES, PreferHeader, accepted, wants_async, wants_json
 from app.turns.service import TurnService
 
 router = APIRouter(tags=["approvals"], responses=problem_responses(401, 404, 422))
@@ -25,7 +25,22 @@ async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> A
 Service = Annotated[ApprovalService, Depends(get_service)]
 DECIDE_RESPONSES = {
     **TURN_RESPONSES,
-    202: {"model": schemas.StillWaiting, "description": "Recorded; other approvals of the batch still wait"},
+    202: {
+        "description": (
+            "Recorded; other approvals of the batch still wait (`StillWaiting`) — or, with "
+            "`Prefer: respond-async`, the resumed turn at once (`Turn`, with `Location`)"
+        ),
+        "content": {
+            "application/json": {
+                "schema": {
+                    "oneOf": [
+                        {"$ref": "#/components/schemas/StillWaiting"},
+                        {"$ref": "#/components/schemas/Turn"},
+                    ]
+                }
+            }
+        },
+    },
     **problem_responses(409),
 }
 
@@ -53,9 +68,10 @@ async def decide_approval(
     request: Request,
     service: Service,
     principal: CurrentPrincipal,
+    prefer: PreferHeader = None,
 ) -> Response:
     """Approve or deny one gated call; the last decision of its batch resumes the turn (streamed)."""
-    return await _respond(await service.decide(approval_id, body), request, service, principal)
+    return await _respond(await service.decide(approval_id, body), request, service, principal, prefer)
 
 
 @router.post(
@@ -67,17 +83,24 @@ async def decide_turn_approvals(
     request: Request,
     service: Service,
     principal: CurrentPrincipal,
+    prefer: PreferHeader = None,
 ) -> Response:
     """Decide several approvals of one turn at once: all are recorded, or none is."""
-    return await _respond(await service.decide_batch(turn_id, body), request, service, principal)
+    return await _respond(await service.decide_batch(turn_id, body), request, service, principal, prefer)
 
 
 async def _respond(
-    outcome: Resumed | schemas.StillWaiting, request: Request, service: ApprovalService, principal: CurrentPrincipal
+    outcome: Resumed | schemas.StillWaiting,
+    request: Request,
+    service: ApprovalService,
+    principal: CurrentPrincipal,
+    prefer: str | None,
 ) -> Response:
     if isinstance(outcome, schemas.StillWaiting):
         return JSONResponse(outcome.model_dump(mode="json"), status_code=202)
     turns = TurnService(service.container, principal)
+    if wants_async(prefer):
+        return accepted(await turns.get(outcome.turn_id))
     if wants_json(request):
         return Response((await turns.finished(outcome.turn_id)).model_dump_json(), media_type="application/json")
     ping = service.container.settings.http.sse_ping_seconds

@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+TurnStatus = Literal[
+    "queued", "running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"
+]
 EndStatus = Literal["interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
 """How a run of a turn ends (`interrupted` waits for approvals; the others are terminal)."""
 

@@ -20,9 +20,10 @@ from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import EndStatus
-from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease
 from app.runtime.notify import EventListener, request_cancel
+from app.runtime.queue import TurnQueue
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore, end_unowned_turn
@@ -53,6 +54,8 @@ class Outbound:
     gateway: McpGatewayClient | None = None
 
 
+QUEUE_POLL_SECONDS = 1.0
+"""How often a queued turn's watcher looks at its session without a NOTIFY (SQLite, a lost one)."""
 MemoryToolsFactory = Callable[[str, str, uuid.UUID], LocalTools]
 """(tenant_id, the user the agent acts for, agent_id) → that turn's `builtin:memory` tools."""
 
@@ -74,6 +77,8 @@ class TurnManager:
         self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.listener = listener
         self.store = TurnStore(sql)
+        self.queue = TurnQueue(sql)
+        self._waiters: set[asyncio.Task[None]] = set()
         self.flusher = BatchFlusher(sql)
         self.runtimes = dict(runtimes)
         """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
@@ -207,6 +212,8 @@ class TurnManager:
         return True
 
     async def shutdown(self) -> None:
+        for waiter in list(self._waiters):
+            waiter.cancel()
         entries = list(self._live.values())
         for entry in entries:
             entry.task.cancel(msg=SHUTDOWN)
@@ -240,7 +247,61 @@ class TurnManager:
                 ended += 1
         if ended:
             log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)
+        await self._start_stalled_queues()
         return ended
+
+    async def start_next(self, tenant_id: str, session_id: uuid.UUID) -> uuid.UUID | None:
+        """Start the session's oldest queued turn here if the session is idle; its id, or None."""
+        session = await self.store.session_for_turn(tenant_id, session_id, None)
+        if session is None:
+            return None
+        if session["status"] != "open":
+            await self.queue.cancel_queued(tenant_id, session_id)
+            return None
+        ident = TurnIdentity(tenant_id, session_id, uuid.uuid4(), session["agent_id"])
+        row = await self.queue.promote(ident, self.runner_id)
+        if row is None:
+            return None
+        self.launch(
+            TurnRun(
+                ident=TurnIdentity(tenant_id, session_id, row["id"], session["agent_id"]),
+                agent_version=session["agent_version"],
+                owner_sub=row["owner_sub"],
+                snapshot=session["snapshot"],
+                input=row["input"],
+                history=await self.store.history(tenant_id, session_id),
+                max_loops=row["max_loops"],
+                max_output_tokens=row["max_output_tokens"],
+            )
+        )
+        started: uuid.UUID = row["id"]
+        return started
+
+    def start_when_idle(self, tenant_id: str, session_id: uuid.UUID, turn_id: uuid.UUID) -> None:
+        """Watch a queued turn's session from this process and start queued turns in order as the
+        session falls idle, until this one has started (or was cancelled). No cost to other turns:
+        only enqueuers watch; a replica that dies leaves its queue to the lease's sweep."""
+        waiter = asyncio.create_task(self._start_when_idle(tenant_id, session_id, turn_id), name=f"queued-{turn_id}")
+        self._waiters.add(waiter)
+        waiter.add_done_callback(self._waiters.discard)
+
+    async def _start_when_idle(self, tenant_id: str, session_id: uuid.UUID, turn_id: uuid.UUID) -> None:
+        try:
+            while await self.store.current_status(tenant_id, turn_id) == "queued":
+                active = await self.queue.active_turn(tenant_id, session_id)
+                if active is None:
+                    await self.start_next(tenant_id, session_id)
+                else:
+                    await self.wait_for_events(active, QUEUE_POLL_SECONDS)
+        except (OSError, SQLAlchemyError) as exc:
+            log.warning("queued turn %s left to the sweep (%s)", turn_id, type(exc).__name__, exc_info=True)
+
+    async def _start_stalled_queues(self) -> None:
+        try:
+            for tenant_id, session_id in await self.queue.stalled():
+                await self.start_next(tenant_id, session_id)
+        except (OSError, SQLAlchemyError) as exc:
+            log.warning("queued turns not started this sweep (%s)", type(exc).__name__)
 
 
 class UnavailableRuntime:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, exists, or_, select, update
 from sqlalchemy.orm import aliased
 
 from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
@@ -27,12 +27,20 @@ from app.runtime.store import MESSAGES, TURNS, message_row
 MAX_QUEUED_PER_SESSION = 16
 
 _turns = bare(TURNS)
+"""UPDATE parameters are named `in_*`/`to_*`: SQLAlchemy reserves column names for SET values."""
+
+
+def _active(status: Any) -> ColumnElement[bool]:
+    """`status IN ('running', 'interrupted')`, spelled out: hot-path queries take no IN lists."""
+    return or_(*(status == name for name in ACTIVE_STATUSES))
+
+
 _ahead = aliased(Turn)
 OLDEST_QUEUED = (
     select(Turn.id)
     .where(
-        Turn.tenant_id == bindparam("tenant_id"),
-        Turn.session_id == bindparam("session_id"),
+        Turn.tenant_id == bindparam("in_tenant"),
+        Turn.session_id == bindparam("in_session"),
         Turn.status == "queued",
     )
     .order_by(Turn.created_at, Turn.id)
@@ -41,9 +49,23 @@ OLDEST_QUEUED = (
 )
 PROMOTE = Query(
     update(_turns)
-    .where(_turns.c.tenant_id == bindparam("tenant_id"), _turns.c.id == OLDEST_QUEUED)
-    .values(status="running", runner_id=bindparam("runner_id"), updated_at=bindparam("now"))
-    .returning(_turns.c.id, _turns.c.input, _turns.c.owner_sub)
+    .where(_turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == OLDEST_QUEUED, _turns.c.status == "queued")
+    .values(status="running", runner_id=bindparam("to_runner"), updated_at=bindparam("now"))
+    .returning(_turns.c.id, _turns.c.input, _turns.c.owner_sub, _turns.c.max_loops, _turns.c.max_output_tokens)
+)
+ACTIVE_TURN = Query(
+    select(Turn.id).where(
+        Turn.tenant_id == bindparam("tenant_id"),
+        Turn.session_id == bindparam("session_id"),
+        _active(Turn.status),
+    )
+)
+CANCEL_ONE = Query(
+    update(_turns)
+    .where(
+        _turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == bindparam("in_turn"), _turns.c.status == "queued"
+    )
+    .values(status="cancelled", updated_at=bindparam("now"), ended_at=bindparam("now"))
 )
 QUEUED_COUNT = Query(
     select(Turn.id).where(
@@ -53,8 +75,8 @@ QUEUED_COUNT = Query(
 CANCEL_QUEUED = Query(
     update(_turns)
     .where(
-        _turns.c.tenant_id == bindparam("tenant_id"),
-        _turns.c.session_id == bindparam("session_id"),
+        _turns.c.tenant_id == bindparam("in_tenant"),
+        _turns.c.session_id == bindparam("in_session"),
         _turns.c.status == "queued",
     )
     .values(status="cancelled", updated_at=bindparam("now"), ended_at=bindparam("now"))
@@ -64,9 +86,7 @@ STALLED = Query(
     select(Turn.tenant_id, Turn.session_id)
     .where(
         Turn.status == "queued",
-        ~exists().where(
-            and_(_ahead.session_id == Turn.session_id, _ahead.status.in_(ACTIVE_STATUSES))
-        ),
+        ~exists().where(and_(_ahead.session_id == Turn.session_id, _active(_ahead.status))),
     )
     .distinct()
     .limit(bindparam("limit"))
@@ -92,7 +112,7 @@ class TurnQueue:
     async def promote(self, ident: TurnIdentity, runner_id: uuid.UUID) -> Mapping[str, Any] | None:
         """Make the session's oldest queued turn running here, with its user message; None when there
         is none, or the session already has an active turn. `ident.turn_id` is ignored."""
-        params = {"tenant_id": ident.tenant_id, "session_id": ident.session_id, "runner_id": runner_id, "now": utcnow()}
+        params = {"in_tenant": ident.tenant_id, "in_session": ident.session_id, "to_runner": runner_id, "now": utcnow()}
         try:
             async with self.sql.transaction() as tx:
                 row = await tx.fetchrow(PROMOTE, params)
@@ -105,8 +125,19 @@ class TurnQueue:
             return None
         return row
 
+    async def active_turn(self, tenant_id: str, session_id: uuid.UUID) -> uuid.UUID | None:
+        value: uuid.UUID | None = await self.sql.fetchval(
+            ACTIVE_TURN, {"tenant_id": tenant_id, "session_id": session_id}
+        )
+        return value
+
+    async def cancel(self, tenant_id: str, turn_id: uuid.UUID) -> bool:
+        """Cancel one queued turn; False if it is no longer queued."""
+        return await self.sql.execute(CANCEL_ONE, {"in_tenant": tenant_id, "in_turn": turn_id, "now": utcnow()}) > 0
+
     async def cancel_queued(self, tenant_id: str, session_id: uuid.UUID) -> list[uuid.UUID]:
-        rows = await self.sql.fetch(CANCEL_QUEUED, {"tenant_id": tenant_id, "session_id": session_id, "now": utcnow()})
+        params = {"in_tenant": tenant_id, "in_session": session_id, "now": utcnow()}
+        rows = await self.sql.fetch(CANCEL_QUEUED, params)
         return [row["id"] for row in rows]
 
     async def stalled(self, limit: int = 50) -> list[tuple[str, uuid.UUID]]:

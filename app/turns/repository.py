@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, delete, select, update
 
 from app.auth.principal import Principal
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import ACTIVE_STATUSES, Approval, Turn, TurnEvent
+from app.models import ACTIVE_STATUSES, Approval, Message, Turn, TurnEvent
 from app.models.base import utcnow
 
 
@@ -40,6 +40,12 @@ class TurnRepository(TenantRepository[Turn]):
             update(Approval)
             .where(Approval.tenant_id == self.tenant_id, Approval.turn_id == turn_id, Approval.status == "pending")
             .values(status="expired")
+        )
+
+    async def delete_messages(self, turn_id: uuid.UUID) -> None:
+        """Remove a turn's messages from its session's history (a rolled-back turn)."""
+        await self.session.execute(
+            delete(Message).where(Message.tenant_id == self.tenant_id, Message.turn_id == turn_id)
         )
 
     async def active_in(self, session_id: uuid.UUID) -> Turn | None:

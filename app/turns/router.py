@@ -12,7 +12,15 @@ from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
 from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
-from app.turns.responses import TURN_RESPONSES, TurnServiceDep, wants_json
+from app.turns.responses import (
+    ACCEPTED_RESPONSE,
+    TURN_RESPONSES,
+    PreferHeader,
+    TurnServiceDep,
+    accepted,
+    wants_async,
+    wants_json,
+)
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
 
@@ -24,11 +32,16 @@ Service = TurnServiceDep
     "/sessions/{session_id}/turns",
     operation_id="createTurn",
     response_model=None,
-    responses={**TURN_RESPONSES, **problem_responses(409)},
+    responses={**TURN_RESPONSES, **ACCEPTED_RESPONSE, **problem_responses(409, 429)},
 )
-async def create_turn(session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service) -> Response:
-    """Run one turn. Streams its events (default), or answers the finished turn for `Accept: application/json`."""
+async def create_turn(
+    session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service, prefer: PreferHeader = None
+) -> Response:
+    """Run one turn. Streams its events (default), answers the finished turn for `Accept: application/json`,
+    or the started turn at once (202) for `Prefer: respond-async`."""
     turn_id, stream = await service.start(session_id, body)
+    if wants_async(prefer):
+        return accepted(await service.get(turn_id))
     if wants_json(request):
         return Response((await service.finished(turn_id)).model_dump_json(), media_type="application/json")
     ping = service.container.settings.http.sse_ping_seconds

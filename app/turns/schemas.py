@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -17,10 +17,22 @@ class TurnLimits(BaseModel):
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
 
 
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+
+
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: str = Field(min_length=1, max_length=200_000)
     limits: TurnLimits | None = None
+    multitask_strategy: MultitaskStrategy = Field(
+        default="reject",
+        description=(
+            "What to do when the session already has an active turn: `reject` (409), `enqueue` (status "
+            "`queued`, starts when the session is idle), `interrupt` (cancel the active turn, keeping its "
+            "messages, then start), `rollback` (cancel it and remove its messages from the history, then start). "
+            "`interrupt` and `rollback` also cancel turns still queued."
+        ),
+    )
 
 
 class Turn(BaseModel):

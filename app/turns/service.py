@@ -6,7 +6,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,12 +22,15 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.queue import QueueFull
 from app.runtime.store import message_row
-from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
+WAITING_STATUSES = ("running", "queued")
+"""A follower of a turn in these states waits for events it has not seen yet."""
+QUEUE_RETRY_SECONDS = 5
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20
 REPLAY_PAGE = 1000
@@ -43,16 +46,41 @@ class TurnService:
     def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
         return unit_of_work(self.container.session_factory)
 
-    async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, TurnStream]:
+    async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, Followable]:
+        """Start a turn, or handle the session's active turn as `body.multitask_strategy` says."""
         try:
             run = await self._create(session_id, body)
         except INTEGRITY_ERRORS as exc:
             async with self._uow() as db:
                 active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
-            raise _busy(active) from exc
+            if active is None or body.multitask_strategy == "reject":
+                raise _busy(active) from exc
+            if body.multitask_strategy == "enqueue":
+                return await self._enqueue(session_id, body)
+            await self._displace(active, rollback=body.multitask_strategy == "rollback")
+            try:
+                run = await self._create(session_id, body)
+            except INTEGRITY_ERRORS as again:
+                raise Conflict("Another turn started in this session meanwhile; try again") from again
         return run.ident.turn_id, self.manager.launch(run)
 
-    async def _create(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> TurnRun:
+    async def _enqueue(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, Followable]:
+        run = await self._create(session_id, body, queued=True)
+        ident = run.ident
+        self.manager.start_when_idle(ident.tenant_id, ident.session_id, ident.turn_id)
+        return ident.turn_id, StoredStream(self, ident.turn_id)
+
+    async def _displace(self, active: Turn, *, rollback: bool) -> None:
+        """Cancel the session's queued turns and its active turn; with `rollback`, also remove the
+        active turn's messages from the history (its events, receipts and usage stay: the audit trail)."""
+        await self.manager.queue.cancel_queued(self.principal.tenant_id, active.session_id)
+        with contextlib.suppress(Conflict):
+            await self.cancel(active.id)
+        if rollback:
+            async with self._uow() as db:
+                await TurnRepository(db, self.principal.tenant_id).delete_messages(active.id)
+
+    async def _create(self, session_id: uuid.UUID, body: schemas.TurnCreate, *, queued: bool = False) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
         This is the hot path of every turn, so it runs as three single statements (app/core/sql.py)
@@ -79,17 +107,28 @@ class TurnService:
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "created_at": now, "updated_at": now,
         }  # fmt: skip
-        user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+        if queued:
+            await self._store_queued(turn)
+            history: list[ChatMessage] = []
+        else:
+            user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+            history = await self.manager.store.start_turn(turn, user_message)
         return TurnRun(
             ident=ident,
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
             input=body.input,
-            history=await self.manager.store.start_turn(turn, user_message),
+            history=history,
             max_loops=max_loops,
             max_output_tokens=budget,
         )
+
+    async def _store_queued(self, turn: dict[str, Any]) -> None:
+        try:
+            await self.manager.queue.enqueue(turn)
+        except QueueFull as exc:
+            raise TooManyRequests("queue_full", str(exc), retry_after=QUEUE_RETRY_SECONDS) from exc
 
     def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
         """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
@@ -121,12 +160,18 @@ class TurnService:
         return schemas.TurnPage(items=[schemas.Turn.of(t) for t in items], next_cursor=next_cursor)
 
     async def finished(self, turn_id: uuid.UUID) -> schemas.Turn:
-        """Wait for this process's run of the turn to end, then read it."""
-        await self.manager.wait(turn_id)
+        """Wait for the turn's run to end (here, or through the store for a queued turn), then read it."""
+        if self.manager.live(turn_id) is not None:
+            await self.manager.wait(turn_id)
+        else:
+            async for _ in self.follow(turn_id, 0):
+                pass
         return await self.get(turn_id)
 
     async def cancel(self, turn_id: uuid.UUID) -> schemas.Turn:
         current = await self.get(turn_id)
+        if current.status == "queued" and await self.manager.queue.cancel(self.principal.tenant_id, turn_id):
+            return await self.get(turn_id)
         if current.status not in ACTIVE_STATUSES:
             raise Conflict(f"Turn {turn_id} is already {current.status}")
         if not await self.manager.cancel(turn_id):
@@ -170,7 +215,7 @@ class TurnService:
                     yield frame
                 return
             current = await self.get(turn_id)
-            if current.status != "running":
+            if current.status not in WAITING_STATUSES:
                 settle_polls += 1
                 if current.last_seq <= after or settle_polls > SETTLE_POLLS:
                     return
@@ -189,6 +234,28 @@ class TurnService:
                 after = seq
             if len(rows) < REPLAY_PAGE:
                 return
+
+
+class Followable(Protocol):
+    """What a started turn is followed through: its live stream here, or the store."""
+
+    @property
+    def first_seq(self) -> int: ...
+
+    def follow(self, after: int) -> AsyncIterator[bytes]: ...
+
+
+class StoredStream:
+    """A turn followed through the store: a queued turn that starts later, maybe on another replica."""
+
+    first_seq = 1
+
+    def __init__(self, service: TurnService, turn_id: uuid.UUID) -> None:
+        self._service = service
+        self._turn_id = turn_id
+
+    def follow(self, after: int) -> AsyncIterator[bytes]:
+        return self._service.follow(self._turn_id, after)
 
 
 def _busy(active: Turn | None) -> Conflict:
