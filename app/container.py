@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
 from app.core.sql import Sql
+from app.credentials.secret_box import SecretBox
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ class Container:
     session_factory: async_sessionmaker[AsyncSession]
     verifier: TokenVerifier
     http: httpx.AsyncClient
+    secret_box: SecretBox
+    """The keys that seal stored provider keys (SECRETS_KEY_FILE)."""
     sql: Sql | None = field(default=None)
     """Hot-path statements (app/core/sql.py); set by the lifespan."""
     turns: TurnManager | None = field(default=None)

@@ -23,12 +23,16 @@ from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
-from app.core.sql import open_sql
+from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
+from app.credentials.keyring import SecretsKeyring
+from app.credentials.resolver import CredentialResolver, EnvironmentKey
+from app.credentials.router import router as credentials_router
+from app.credentials.secret_box import SecretBox
 from app.graph.build import build_graph
 from app.health import router as health_router
 from app.policies.router import router as policies_router
-from app.providers.anthropic import AnthropicProvider, build_anthropic_client
+from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
@@ -62,19 +66,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool_timeout=settings.db.pool_timeout_seconds,
     )
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+    keyring = await asyncio.to_thread(SecretsKeyring.load_or_create, settings.secrets.key_file, settings.data_dir)
     container = Container(
         settings=settings,
         engine=engine,
         session_factory=create_session_factory(engine),
         verifier=build_verifier(settings, http),
         http=http,
+        secret_box=SecretBox(keyring),
     )
-    anthropic_client = build_anthropic_client(
-        settings.anthropic.api_key,
-        settings.anthropic.base_url,
-        settings.anthropic.timeout_seconds,
-        settings.anthropic.max_retries,
-    )
+    provider_clients = _provider_clients(settings)
     signing = await asyncio.to_thread(
         SigningKeys.load_or_create,
         settings.signing.key_file,
@@ -98,7 +99,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine=engine,
         sql=sql,
         graph=build_graph(),
-        providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
+        providers=ProviderRegistry.default(provider_clients, _resolver(settings, sql, container.secret_box)),
         outbound=outbound,
         listener=listener,
     )
@@ -112,11 +113,29 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             await listener.close()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
-        if anthropic_client is not None:
-            await anthropic_client.close()
+        await provider_clients.aclose()
         await http.aclose()
         await sql.close()
         await engine.dispose()
+
+
+def _provider_clients(settings: Settings) -> ProviderClients:
+    return ProviderClients(
+        {
+            "anthropic": ClientOptions(settings.anthropic.timeout_seconds, settings.anthropic.max_retries),
+            "openai": ClientOptions(settings.openai.timeout_seconds, settings.openai.max_retries),
+            "gemini": ClientOptions(settings.gemini.timeout_seconds, settings.gemini.max_retries),
+        }
+    )
+
+
+def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolver:
+    environment = {
+        "anthropic": EnvironmentKey(settings.anthropic.api_key, settings.anthropic.base_url),
+        "openai": EnvironmentKey(settings.openai.api_key, settings.openai.base_url),
+        "gemini": EnvironmentKey(settings.gemini.api_key, settings.gemini.base_url),
+    }
+    return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
 
 
 def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:
@@ -156,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        credentials_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -41,7 +41,8 @@ class OpenAIProvider:
                 tools=to_openai_tools(request.tools, names) or openai.omit,
                 stream=True,
                 stream_options={"include_usage": True},
-                **_max_tokens(client, request.max_tokens),
+                max_completion_tokens=request.max_tokens if _is_openai(client) else openai.omit,
+                max_tokens=openai.omit if _is_openai(client) else request.max_tokens,
             )
             async with stream:
                 async for chunk in stream:
@@ -61,11 +62,10 @@ def _model_name(request: ModelRequest) -> str:
     return name
 
 
-def _max_tokens(client: openai.AsyncOpenAI, limit: int) -> dict[str, int]:
-    """OpenAI's reasoning models refuse `max_tokens`; compatible servers do not all know its successor."""
-    if client.base_url.host == OPENAI_API_HOST:
-        return {"max_completion_tokens": limit}
-    return {"max_tokens": limit}
+def _is_openai(client: openai.AsyncOpenAI) -> bool:
+    """OpenAI's reasoning models refuse `max_tokens`; compatible servers do not all know its successor
+    `max_completion_tokens`, so each gets the one it takes."""
+    return client.base_url.host == OPENAI_API_HOST
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 def object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A self-contained object schema: local `$ref`s inlined, annotations the APIs refuse dropped."""
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    resolved = _inline(schema, defs, depth=0)
+    resolved: dict[str, Any] = _inline(schema, defs, depth=0)
     resolved.pop("$defs", None)
     resolved.pop("definitions", None)
     if resolved.get("type") != "object":

@@ -152,7 +152,7 @@ class TurnManager:
             emit=stream.emit,
             journal=stream,
             store=self.store,
-            provider=self.providers.get(snapshot["model"]["provider"]),
+            provider=self.providers.for_turn(run.ident.tenant_id, snapshot["model"]),
             tools=ToolBox(
                 tool_refs=list(snapshot.get("tools", [])),
                 gateway=out.gateway,
