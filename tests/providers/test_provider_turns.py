@@ -1,0 +1,99 @@
+"""Done-when: an agent on each provider runs a streamed tool turn with an approval, exactly like the
+scripted agent, against a loopback server speaking that provider's wire format, with the key taken
+from the tenant's credential (the operator's environment key is set too, and never used)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.settings import AnthropicSettings, GeminiSettings, OpenAISettings, ProviderSettings, Settings
+from tests.approvals.helpers import GATE_CALCULATOR, approval_ids, ended, events, results
+from tests.conftest import TokenFactory, make_settings, running_app
+from tests.llm_servers import FINAL_TEXT, FIRST_TEXT, LlmServer, llm_server
+from tests.sse import Frame, read_turn
+
+MODELS = {"openai": "llama3.1:8b", "gemini": "gemini-2.5-flash", "anthropic": "claude-sonnet-4-5"}
+TENANT_KEYS = {
+    "openai": "sk-tenant-openai-KEY-0123456789abcdef",
+    "gemini": "AIzaTENANT-gemini-KEY-0123456789abcdef",
+    "anthropic": "sk-ant-tenant-anthropic-KEY-0123456789",
+}
+OPERATOR_KEY = "sk-operator-env-KEY-do-not-use-0123456"
+
+
+def provider_settings(database_url: str, data_dir: Path) -> Settings:
+    return make_settings(
+        database_url,
+        data_dir,
+        providers=ProviderSettings(allowed_hosts=["127.0.0.1"]),
+        openai=OpenAISettings(api_key=OPERATOR_KEY, max_retries=0),
+        gemini=GeminiSettings(api_key=OPERATOR_KEY, max_retries=0),
+        anthropic=AnthropicSettings(api_key=OPERATOR_KEY, max_retries=0),
+    )
+
+
+@pytest.fixture(scope="module")
+async def provider_client(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[httpx.AsyncClient]:
+    settings = provider_settings(database_url, tmp_path_factory.mktemp("providers"))
+    async with running_app(settings) as (_, client):
+        yield client
+
+
+def key_sent(request_headers: dict[str, str]) -> str:
+    """Gemini sends `x-goog-api-key`; OpenAI and the Anthropic SDK 2.x send a bearer token."""
+    return request_headers.get("x-goog-api-key") or request_headers["authorization"].removeprefix("Bearer ")
+
+
+async def start_agent_turn(client: httpx.AsyncClient, admin: dict[str, str], provider: str, server: LlmServer,
+                           ) -> tuple[dict[str, Any], list[Frame]]:  # fmt: skip
+    stored = await client.put(
+        f"/credentials/{provider}",
+        json={"provider": provider, "api_key": TENANT_KEYS[provider], "base_url": server.url},
+        headers=admin,
+    )
+    assert stored.status_code == 201, stored.text
+    config = {
+        "model": {"provider": provider, "name": MODELS[provider], "max_tokens": 200},
+        "system_prompt": "You are a careful assistant.",
+        "tools": ["builtin:calculator"],
+        "policies": [GATE_CALCULATOR],
+    }
+    agent = (await client.post("/agents", json={"name": provider, "config": config}, headers=admin)).json()
+    session = (await client.post("/sessions", json={"agent_id": agent["id"]}, headers=admin)).json()
+    frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "6*7?"},
+                             headers=admin)  # fmt: skip
+    return session, frames
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_a_streamed_tool_turn_with_an_approval_runs_on_the_tenants_credential(
+    provider_client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, provider: str
+) -> None:
+    client = provider_client
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    async with llm_server(provider) as server:
+        session, first = await start_agent_turn(client, admin, provider, server)
+
+        assert ended(first)["status"] == "interrupted", ended(first)
+        assert "".join(e["text"] for e in events(first, "message.delta")) == FIRST_TEXT
+        assert events(first, "message.completed")[0]["text"] == FIRST_TEXT
+        requested = events(first, "tool_call.requested")
+        assert [(r["name"], r["arguments"]) for r in requested] == [("calculator", {"expression": "6*7"})]
+        assert events(first, "usage")[0] == {**events(first, "usage")[0], "input_tokens": 25, "output_tokens": 9}
+
+        decided = await read_turn(client, "POST", f"/approvals/{approval_ids(first)[0]}",
+                                  json={"decision": "approve"}, headers=admin)  # fmt: skip
+
+    assert results(decided) == ["42"]
+    assert ended(decided)["status"] == "completed"
+    assert ended(decided)["final_output"] == FINAL_TEXT
+    assert "".join(e["text"] for e in events(decided, "message.delta")) == FINAL_TEXT
+    assert len(server.requests) == 2
+    assert {key_sent(r.headers) for r in server.requests} == {TENANT_KEYS[provider]}
+    messages = (await client.get(f"/sessions/{session['id']}/messages", headers=admin)).json()["items"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
