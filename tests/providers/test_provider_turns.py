@@ -4,13 +4,18 @@ from the tenant's credential (the operator's environment key is set too, and nev
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.models import Base
 from app.settings import AnthropicSettings, GeminiSettings, OpenAISettings, ProviderSettings, Settings
 from tests.approvals.helpers import GATE_CALCULATOR, approval_ids, ended, events, results
 from tests.conftest import TokenFactory, make_settings, running_app
@@ -97,3 +102,55 @@ async def test_a_streamed_tool_turn_with_an_approval_runs_on_the_tenants_credent
     assert {key_sent(r.headers) for r in server.requests} == {TENANT_KEYS[provider]}
     messages = (await client.get(f"/sessions/{session['id']}/messages", headers=admin)).json()["items"]
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+
+async def dump_every_table(engine: AsyncEngine) -> list[Any]:
+    values: list[Any] = []
+    async with engine.connect() as conn:
+        for table in Base.metadata.sorted_tables:
+            for row in (await conn.execute(select(table))).all():
+                values.extend(row)
+    return values
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+async def test_the_key_appears_in_no_log_event_error_or_table(
+    provider_client: httpx.AsyncClient,
+    tenant: str,
+    auth_headers: TokenFactory,
+    provider: str,
+    sql: AsyncEngine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = provider_client
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    key = TENANT_KEYS[provider]
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+    async with llm_server(provider) as server:
+        session, first = await start_agent_turn(client, admin, provider, server)
+        decided = await read_turn(client, "POST", f"/approvals/{approval_ids(first)[0]}",
+                                  json={"decision": "approve"}, headers=admin)  # fmt: skip
+        server.fail_with = (401, {"error": {"message": f"invalid key {key}", "type": "authentication_error"}})
+        failed = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "again"},
+                                 headers=admin)  # fmt: skip
+        for path in (f"/turns/{failed[0].data['turn_id']}", f"/sessions/{session['id']}/messages", "/credentials",
+                     f"/sessions/{session['id']}/turns"):
+            seen.append((await client.get(path, headers=admin)).text)
+
+    assert ended(decided)["status"] == "completed"
+    error = ended(failed)["error"]
+    assert (ended(failed)["status"], error["code"]) == ("failed", "provider_auth_failed")
+    assert "[redacted]" in error["message"], error
+    seen += [json.dumps(frame.data) for frame in [*first, *decided, *failed]]
+    seen += [caplog.text, *(repr(record.args) for record in caplog.records)]
+    assert caplog.records, "the turn logged nothing to search"
+    for text in seen:
+        assert key not in text
+    rows = await dump_every_table(sql)
+    assert rows
+    for value in rows:
+        if isinstance(value, bytes | memoryview):
+            assert key.encode() not in bytes(value)
+        else:
+            assert key not in str(value)
