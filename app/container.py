@@ -15,7 +15,7 @@ from app.credentials.secret_box import SecretBox
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.turns.manager import TurnManager
+    from app.runtime.manager import TurnManager
 
 
 @dataclass

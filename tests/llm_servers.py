@@ -80,7 +80,8 @@ def _anthropic_event(event: dict[str, Any]) -> bytes:
 
 def _anthropic(body: dict[str, Any], answered: bool) -> list[bytes]:
     message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 25, "output_tokens": 1}}  # fmt: skip
+               "stop_reason": None, "stop_sequence": None,
+               "usage": {"input_tokens": 25, "output_tokens": 1}}  # fmt: skip
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": message},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},

@@ -33,10 +33,12 @@ async def test_a_stored_key_is_never_read_back_only_its_provider_last4_and_finge
     assert created.status_code == 201, created.text
     assert created.headers["location"] == "/credentials/openai"
     view = created.json()
-    assert view["provider"] == "openai" and view["base_url"] == PUBLIC_BASE
+    assert view["provider"] == "openai"
+    assert view["base_url"] == PUBLIC_BASE
     assert view["last4"] == KEY[-4:]
     assert view["fingerprint"] == "sha256:" + hashlib.sha256(KEY.encode()).hexdigest()[:16]
-    assert "api_key" not in view and KEY not in created.text
+    assert "api_key" not in view
+    assert KEY not in created.text
     listing = await client.get("/credentials", headers=admin)
     assert listing.status_code == 200
     assert [item["name"] for item in listing.json()["items"]] == ["openai"]

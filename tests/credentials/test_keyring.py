@@ -100,7 +100,8 @@ def test_rotate_secrets_key_reseals_every_row_and_prunes_the_old_key(
                 sealed = seal_key(old, key, tenant_id=tenant, name="openai", provider="openai", base_url=None)
                 await conn.execute(insert(Credential).values(
                     id=uuid.uuid4(), tenant_id=tenant, name="openai", provider="openai", base_url=None,
-                    key_id=sealed.key_id, sealed_key=sealed.blob, last4=key[-4:], fingerprint=fingerprint(key)))  # fmt: skip
+                    key_id=sealed.key_id, sealed_key=sealed.blob, last4=key[-4:],
+                    fingerprint=fingerprint(key)))  # fmt: skip
         await engine.dispose()
 
     async def read() -> list[Credential]:

@@ -134,7 +134,9 @@ def api() -> FakeAnthropicApi:
 @pytest.fixture
 async def provider(api: FakeAnthropicApi) -> AsyncIterator[AnthropicProvider]:
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(api)) as http:
-        client = anthropic.AsyncAnthropic(api_key=API_KEY, base_url=BASE_URL, timeout=5.0, max_retries=0, http_client=http)
+        client = anthropic.AsyncAnthropic(
+            api_key=API_KEY, base_url=BASE_URL, timeout=5.0, max_retries=0, http_client=http
+        )
         yield AnthropicProvider(client)
 
 

@@ -113,7 +113,8 @@ async def test_parallel_function_calls_become_tool_calls_with_ids(clients: Provi
     assert response.tool_calls[0] == ToolCall("fc_1", "calculator", {"expression": "6*7"})
     second = response.tool_calls[1]
     assert (second.name, second.arguments) == ("echo", {"text": "hi"})
-    assert second.id.startswith("call_") and second.id != "fc_1"
+    assert second.id.startswith("call_")
+    assert second.id != "fc_1"
     declarations = sent(route)["tools"][0]["functionDeclarations"]
     assert declarations[0] == {
         "name": "calculator", "description": "Evaluate arithmetic.", "parameters_json_schema": CALCULATOR.input_schema,
@@ -143,7 +144,8 @@ async def test_history_replays_function_calls_with_their_signature_and_responses
 
     contents = sent(route)["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
-    assert contents[1]["parts"] == [{"functionCall": {"id": "fc_1", "name": "calculator", "args": {"expression": "6*7"}},
+    assert contents[1]["parts"] == [{"functionCall": {"id": "fc_1", "name": "calculator",
+                                                      "args": {"expression": "6*7"}},
                                      "thoughtSignature": signature}]  # fmt: skip
     assert contents[2]["parts"] == [
         {"functionResponse": {"id": "fc_1", "name": "calculator", "response": {"result": "42"}}}
@@ -209,7 +211,8 @@ async def test_http_errors_map_to_the_shared_codes_without_the_key(
 
     assert caught.value.code == code
     assert f"HTTP {status}" in caught.value.message
-    assert API_KEY not in caught.value.message and API_KEY not in str(caught.value)
+    assert API_KEY not in caught.value.message
+    assert API_KEY not in str(caught.value)
 
 
 @respx.mock

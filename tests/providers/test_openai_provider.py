@@ -94,7 +94,8 @@ async def test_text_streams_as_deltas_and_usage_comes_from_the_final_chunk(clien
     assert body["model"] == MODEL
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert body["max_tokens"] == 256 and "max_completion_tokens" not in body
+    assert body["max_tokens"] == 256
+    assert "max_completion_tokens" not in body
     assert body["messages"] == [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "hi"},
@@ -129,7 +130,8 @@ async def test_tool_arguments_in_fragments_and_parallel_calls_are_joined_by_inde
     tools = sent(route)["tools"]
     assert [t["function"]["name"] for t in tools] == ["calculator", "echo"]
     assert tools[0] == {"type": "function", "function": {
-        "name": "calculator", "description": "Evaluate arithmetic.", "parameters": CALCULATOR.input_schema}}  # fmt: skip
+        "name": "calculator", "description": "Evaluate arithmetic.",
+        "parameters": CALCULATOR.input_schema}}  # fmt: skip
 
 
 @respx.mock
@@ -154,7 +156,8 @@ async def test_a_stream_without_usage_is_counted_with_the_documented_estimate(cl
 
     expected = estimated_usage(req, "Twelve characters of text.", [], "openai")
     assert (response.input_tokens, response.output_tokens) == expected
-    assert response.input_tokens > 0 and response.output_tokens > 0
+    assert response.input_tokens > 0
+    assert response.output_tokens > 0
 
 
 @respx.mock
@@ -227,9 +230,11 @@ async def test_a_tool_name_openai_refuses_travels_under_an_alias_and_comes_back_
     route.mock(return_value=stream_reply([chunk(finish="stop")]))
     await collect(clients, request(tools=[odd]))
     alias = sent(route)["tools"][0]["function"]["name"]
-    assert alias != odd.name and all(c.isalnum() or c in "_-" for c in alias)
+    assert alias != odd.name
+    assert all(c.isalnum() or c in "_-" for c in alias)
 
-    route.mock(return_value=stream_reply([tool_fragment(0, call_id="c9", name=alias, args="{}"), chunk(finish="tool_calls")]))
+    calls = [tool_fragment(0, call_id="c9", name=alias, args="{}"), chunk(finish="tool_calls")]
+    route.mock(return_value=stream_reply(calls))
     _, response = await collect(clients, request(tools=[odd]))
 
     assert response.tool_calls == [ToolCall("c9", odd.name, {})]
@@ -244,7 +249,8 @@ async def test_the_official_api_gets_max_completion_tokens(clients: ProviderClie
     await collect(clients, request(), base_url=None)
 
     body = sent(route)
-    assert body["max_completion_tokens"] == 256 and "max_tokens" not in body
+    assert body["max_completion_tokens"] == 256
+    assert "max_tokens" not in body
 
 
 @pytest.mark.parametrize(
@@ -270,7 +276,8 @@ async def test_http_errors_map_to_the_shared_codes_without_the_key(
 
     assert caught.value.code == code
     assert f"HTTP {status}" in caught.value.message
-    assert API_KEY not in caught.value.message and API_KEY not in str(caught.value)
+    assert API_KEY not in caught.value.message
+    assert API_KEY not in str(caught.value)
     assert "[redacted]" in caught.value.message
 
 

@@ -43,7 +43,9 @@ def provider_settings(database_url: str, data_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="module")
-async def provider_client(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[httpx.AsyncClient]:
+async def provider_client(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[httpx.AsyncClient]:
     settings = provider_settings(database_url, tmp_path_factory.mktemp("providers"))
     async with running_app(settings) as (_, client):
         yield client
@@ -87,6 +89,7 @@ async def test_a_streamed_tool_turn_with_an_approval_runs_on_the_tenants_credent
         assert ended(first)["status"] == "interrupted", ended(first)
         assert "".join(e["text"] for e in events(first, "message.delta")) == FIRST_TEXT
         assert events(first, "message.completed")[0]["text"] == FIRST_TEXT
+        assert events(first, "message.completed")[0]["stop_reason"] == "tool_use"
         requested = events(first, "tool_call.requested")
         assert [(r["name"], r["arguments"]) for r in requested] == [("calculator", {"expression": "6*7"})]
         assert events(first, "usage")[0] == {**events(first, "usage")[0], "input_tokens": 25, "output_tokens": 9}
@@ -98,6 +101,7 @@ async def test_a_streamed_tool_turn_with_an_approval_runs_on_the_tenants_credent
     assert ended(decided)["status"] == "completed"
     assert ended(decided)["final_output"] == FINAL_TEXT
     assert "".join(e["text"] for e in events(decided, "message.delta")) == FINAL_TEXT
+    assert events(decided, "message.completed")[-1]["stop_reason"] == "end_turn"
     assert len(server.requests) == 2
     assert {key_sent(r.headers) for r in server.requests} == {TENANT_KEYS[provider]}
     messages = (await client.get(f"/sessions/{session['id']}/messages", headers=admin)).json()["items"]
