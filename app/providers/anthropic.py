@@ -28,7 +28,7 @@ from app.providers.base import (
     ToolSpec,
 )
 from app.providers.errors import MAX_DETAIL_CHARS, code_for_status, redact
-from app.providers.tool_schema import object_schema
+from app.providers.tool_schema import ToolNames, object_schema
 
 AnthropicRole = Literal["user", "assistant"]
 
@@ -50,8 +50,9 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         client = self._client
         model = _model_name(request)
-        messages = to_anthropic_messages(request.messages)
-        tools = [to_tool_param(spec) for spec in request.tools]
+        names = ToolNames.for_tools("anthropic", request.tools)
+        messages = to_anthropic_messages(request.messages, names)
+        tools = [to_tool_param(spec, names) for spec in request.tools]
         accumulator = MessageAccumulator()
         try:
             stream = await client.messages.create(
@@ -70,7 +71,7 @@ class AnthropicProvider:
         except anthropic.AnthropicError as exc:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
-        yield accumulator.response()
+        yield accumulator.response(names)
 
 
 def _model_name(request: ModelRequest) -> str:
@@ -80,11 +81,15 @@ def _model_name(request: ModelRequest) -> str:
     return name
 
 
-def to_tool_param(spec: ToolSpec) -> ToolParam:
-    return {"name": spec.name, "description": spec.description, "input_schema": object_schema(spec.input_schema)}
+def to_tool_param(spec: ToolSpec, names: ToolNames) -> ToolParam:
+    return {
+        "name": names.wire(spec.name),
+        "description": spec.description,
+        "input_schema": object_schema(spec.input_schema),
+    }
 
 
-def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
+def to_anthropic_messages(history: Sequence[ChatMessage], names: ToolNames | None = None) -> list[MessageParam]:
     """Neutral history to Anthropic turns: tool results become user blocks, same-role neighbours merge.
 
     The API wants user and assistant to alternate, and all results of one tool-use turn in the single
@@ -92,7 +97,7 @@ def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
     """
     turns: list[tuple[AnthropicRole, list[ContentBlockParam]]] = []
     for message in history:
-        role, blocks = _to_blocks(message)
+        role, blocks = _to_blocks(message, names or ToolNames("anthropic"))
         if not blocks:
             continue
         if turns and turns[-1][0] == role:
@@ -108,7 +113,7 @@ def _message_param(role: AnthropicRole, blocks: list[ContentBlockParam]) -> Mess
     return AssistantMessageParam(role="assistant", content=blocks)
 
 
-def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockParam]]:
+def _to_blocks(message: ChatMessage, names: ToolNames) -> tuple[AnthropicRole, list[ContentBlockParam]]:
     if message.role == "tool":
         if not message.tool_call_id:
             raise ProviderError("provider_bad_request", "a tool message in the history has no tool_call_id")
@@ -126,7 +131,7 @@ def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockPa
     if message.role == "user":
         return "user", blocks
     blocks.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        {"type": "tool_use", "id": call.id, "name": names.wire(call.name), "input": call.arguments}
         for call in message.tool_calls
     )
     return "assistant", blocks

@@ -1,9 +1,9 @@
 """One agent's tools on every provider: JSON Schemas and tool names each API accepts.
 
 Built-in tools and MCP servers describe their inputs as JSON Schema (draft 2020-12, sometimes with
-`$defs`/`$ref`). OpenAI wants an object schema with `properties`; Gemini takes a JSON Schema too
-but refuses references it cannot resolve and some annotations. Names: OpenAI allows
-`[A-Za-z0-9_-]{1,64}`, Gemini `[A-Za-z_][A-Za-z0-9_.:-]{0,63}`; an MCP tool may be named anything,
+`$defs`/`$ref`). OpenAI and Anthropic want an object schema (OpenAI with `properties`); Gemini takes a
+JSON Schema too but refuses references it cannot resolve and some annotations. Names: OpenAI and
+Anthropic allow `[A-Za-z0-9_-]{1,64}`, Gemini `[A-Za-z_][A-Za-z0-9_.:-]{0,63}`; an MCP tool may be named anything,
 so a name the API refuses is sent under a safe alias and mapped back when the model calls it.
 """
 
@@ -21,6 +21,7 @@ from app.providers.base import ToolSpec
 _MAX_REF_DEPTH = 16
 _DROPPED_KEYS = frozenset({"$schema", "$id", "$comment", "$anchor", "$dynamicAnchor"})
 _NAME_RULES = {
+    "anthropic": re.compile(r"^[A-Za-z0-9_-]{1,64}$"),
     "openai": re.compile(r"^[A-Za-z0-9_-]{1,64}$"),
     "gemini": re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$"),
 }

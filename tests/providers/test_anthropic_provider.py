@@ -363,3 +363,21 @@ async def test_the_api_key_never_appears_in_a_provider_error(
     assert API_KEY not in caught.value.message
     assert API_KEY not in str(caught.value)
     assert "[redacted]" in caught.value.message
+
+
+async def test_a_tool_name_anthropic_refuses_travels_under_an_alias_and_comes_back_as_ours(
+    api: FakeAnthropicApi, provider: AnthropicProvider
+) -> None:
+    odd = ToolSpec(name="docs__search.v2", description="Search.", input_schema={"type": "object"})
+    api.responses.append(stream_response(message_start(), *text_block(0, ["ok"]), *message_end("end_turn", 1)))
+    await collect(provider, model_request([ChatMessage(role="user", content="hi")], tools=[odd]))
+    alias = api.body(0)["tools"][0]["name"]
+    api.responses.append(
+        stream_response(message_start(), *tool_use_block(0, "toolu_9", alias, ["{}"]), *message_end("tool_use", 1))
+    )
+
+    _, response = await collect(provider, model_request([ChatMessage(role="user", content="go")], tools=[odd]))
+
+    assert alias != odd.name
+    assert api.body(0)["tools"][0]["input_schema"] == {"type": "object", "properties": {}}
+    assert response.tool_calls == [ToolCall(id="toolu_9", name=odd.name, arguments={})]
