@@ -79,8 +79,8 @@ def _rotate_secrets_key(args: argparse.Namespace) -> int:
     import asyncio
 
     from app.core.db import create_engine
-    from app.credentials.keyring import SecretsKeyring
     from app.credentials.rotation import rotate_secrets_key
+    from app.secrets.keyring import SecretsKeyring
 
     settings = get_settings()
     keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
 from app.core.sql import Sql
-from app.credentials.secret_box import SecretBox
+from app.secrets.box import SecretBox
 from app.settings import Settings
 
 if TYPE_CHECKING:

@@ -24,10 +24,8 @@ from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
-from app.credentials.keyring import SecretsKeyring
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
-from app.credentials.secret_box import SecretBox
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
@@ -37,6 +35,8 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.secrets.box import SecretBox
+from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient

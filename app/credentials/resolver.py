@@ -16,11 +16,12 @@ from typing import Any
 
 from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.sql import Row, Sql
-from app.credentials.keyring import Sealed, SecretUnreadable
-from app.credentials.secret_box import SecretBox
+from app.credentials.sealing import associated_data
 from app.credentials.store import byok_only, credentials_named
 from app.providers.base import ProviderError
 from app.providers.clients import Endpoint
+from app.secrets.box import SecretBox
+from app.secrets.keyring import Sealed, SecretUnreadable
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +81,7 @@ class CredentialResolver:
         try:
             api_key = await self._box.open(
                 Sealed(str(row["key_id"]), bytes(row["sealed_key"])),
-                tenant_id=tenant_id,
-                name=name,
-                provider=provider,
-                base_url=base_url,
+                associated_data(tenant_id, name, provider, base_url),
             )
         except SecretUnreadable as exc:
             raise not_configured(f"the credential {name!r} cannot be decrypted: {exc}") from None

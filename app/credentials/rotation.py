@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.credentials.keyring import Sealed, SecretsKeyring, SecretUnreadable
 from app.credentials.sealing import associated_data
 from app.models import Credential
+from app.secrets.keyring import Sealed, SecretsKeyring, SecretUnreadable
 
 BATCH = 200
 

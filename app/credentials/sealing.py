@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from app.credentials.keyring import Sealed, SecretsKeyring
+from app.secrets.keyring import Sealed, SecretsKeyring
 
 MIN_KEY_CHARS_FOR_LAST4 = 12
 """A shorter key (a local server's placeholder such as `ollama`) shows no last 4: they would be most of it."""

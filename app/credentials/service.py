@@ -13,10 +13,10 @@ from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.credentials import schemas
 from app.credentials.repository import CredentialRepository
 from app.credentials.sealing import fingerprint, last4, seal_key
-from app.credentials.secret_box import SecretBox
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Credential, CredentialSetting
 from app.models.base import utcnow
+from app.secrets.box import SecretBox
 
 
 class CredentialService:

@@ -9,7 +9,7 @@ from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTim
 
 
 class Credential(IdMixin, TenantMixin, CreatedMixin, Base):
-    """A tenant's provider key, encrypted (app/credentials/keyring.py); the key itself is never stored."""
+    """A tenant's provider key, encrypted (app/secrets/keyring.py); the key itself is never stored."""
 
     __tablename__ = "credentials"
     __table_args__ = (UniqueConstraint("tenant_id", "name"),)

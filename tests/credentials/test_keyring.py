@@ -16,10 +16,10 @@ from sqlalchemy import insert, select
 from app.cli import main
 from app.core.db import create_engine
 from app.core.migrate import upgrade_head
-from app.credentials.keyring import KEY_FILE, Sealed, SecretsKeyring, SecretUnreadable, format_keys, new_key
 from app.credentials.sealing import associated_data, fingerprint, seal_key
-from app.credentials.secret_box import SecretBox
 from app.models import Credential
+from app.secrets.box import SecretBox
+from app.secrets.keyring import KEY_FILE, Sealed, SecretsKeyring, SecretUnreadable, format_keys, new_key
 from app.settings import get_settings
 
 AAD = associated_data("tenant-a", "openai", "openai", None)
@@ -66,7 +66,7 @@ async def test_a_process_reads_the_file_again_when_a_rotation_changed_it(tmp_pat
     os.utime(path, (1, 1))  # a distinct mtime, whatever the file system's resolution
     sealed = rotated.seal("sk-after-rotation", AAD)
 
-    opened = await box.open(sealed, tenant_id="tenant-a", name="openai", provider="openai", base_url=None)
+    opened = await box.open(sealed, AAD)
 
     assert opened == "sk-after-rotation"
     assert (await box.current()).current_key_id == rotated.current_key_id

@@ -6,8 +6,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from app.credentials.keyring import Sealed, SecretsKeyring, SecretUnreadable
-from app.credentials.sealing import associated_data
+from app.secrets.keyring import Sealed, SecretsKeyring, SecretUnreadable
 
 
 class SecretBox:
@@ -28,13 +27,12 @@ class SecretBox:
                 self._mtime = mtime
         return self.keyring
 
-    async def open(
-        self, sealed: Sealed, *, tenant_id: str, name: str, provider: str, base_url: str | None
-    ) -> str:
+    async def open(self, sealed: Sealed, associated: bytes) -> str:
+        """The plaintext; a key id this process lacks makes it read the file again first."""
         keyring = self.keyring if self.keyring.knows(sealed.key_id) else await self.current()
         if not keyring.knows(sealed.key_id):
             raise SecretUnreadable(f"no key with id {sealed.key_id} in the secrets key file")
-        return keyring.open(sealed, associated_data(tenant_id, name, provider, base_url))
+        return keyring.open(sealed, associated)
 
 
 def _mtime(path: Path | None) -> float | None:
