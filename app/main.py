@@ -18,8 +18,12 @@ from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.container import Container
 from app.context.engine_client import ContextEngineClient
+from app.core import tracing
+from app.core.access import RequestObserver
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
+from app.core.db_spans import instrument_engine
+from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.core.sql import Sql, open_sql
@@ -29,12 +33,14 @@ from app.credentials.router import router as credentials_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
+from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.schedules.router import router as schedules_router
 from app.secrets.box import SecretBox
 from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
@@ -56,6 +62,11 @@ def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     url = settings.database_url
+    observability = settings.observability
+    if observability.otel_exporter_otlp_endpoint:
+        tracing.configure_tracing(
+            service_name=observability.otel_service_name, endpoint=observability.otel_exporter_otlp_endpoint
+        )
     if is_sqlite(url):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(upgrade_head, url)
@@ -65,6 +76,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         max_overflow=settings.db.max_overflow,
         pool_timeout=settings.db.pool_timeout_seconds,
     )
+    if tracing.enabled():
+        instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
     keyring = await asyncio.to_thread(SecretsKeyring.load_or_create, settings.secrets.key_file, settings.data_dir)
     container = Container(
@@ -117,6 +130,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await http.aclose()
         await sql.close()
         await engine.dispose()
+        if observability.otel_exporter_otlp_endpoint:
+            tracing.shutdown_tracing()
 
 
 def _provider_clients(settings: Settings) -> ProviderClients:
@@ -157,6 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
+    configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     if settings.http.cors_origins:
@@ -165,8 +181,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_origins=settings.http.cors_origins,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["Location"],
+            expose_headers=["Location", "X-Request-ID"],
         )
+    app.add_middleware(RequestObserver)  # outermost: it sees every answer, the 413s and CORS preflights too
     for router in (
         health_router,
         jwks_router,
@@ -176,6 +193,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         approvals_router,
         policies_router,
         credentials_router,
+        memory_router,
+        schedules_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -1,8 +1,8 @@
 """credentials: tenant provider keys (BYOK), encrypted at rest, and the tenant's BYOK-only stance
 
 Revision ID: 0007_credentials
-Revises: 0005
-Create Date: 2026-11-30 21:30:00
+Revises: 0015
+Create Date: 2026-11-30 22:00:00
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007_credentials"
-down_revision: str | None = "0005"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
