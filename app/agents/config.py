@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from app.credentials.schemas import CREDENTIAL_NAME
 from app.governance.policy import PolicyRule, ToolGlob
@@ -39,17 +39,17 @@ class ScriptStep(_Strict):
 class ModelConfig(_Strict):
     provider: Literal["anthropic", "openai", "gemini", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    max_tokens: int = Field(default=1024, ge=1, le=128_000)
+    max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
     credential: str | None = Field(
         default=None,
         pattern=CREDENTIAL_NAME,
         description="A tenant credential (`/credentials/{name}`); without it, the one named after the provider.",
     )
-    context_window: int | None = Field(
+    context_window: StrictInt | None = Field(
         default=None, ge=1024, le=100_000_000, description="Tokens; overrides the built-in table of known models."
     )
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
-    chunk_delay_ms: int = Field(default=0, ge=0, le=10_000)
+    chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:
@@ -61,8 +61,8 @@ class ModelConfig(_Strict):
 
 
 class Limits(_Strict):
-    max_loops: int = Field(default=8, ge=1, le=100)
-    max_output_tokens: int = Field(default=20_000, ge=1, le=10_000_000)
+    max_loops: StrictInt = Field(default=8, ge=1, le=100)
+    max_output_tokens: StrictInt = Field(default=20_000, ge=1, le=10_000_000)
 
 
 class ContextConfig(_Strict):
