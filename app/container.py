@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
 from app.secrets.box import SecretBox
@@ -35,6 +36,8 @@ class AppState:
     """The turn engine (app/runtime)."""
     secret_box: SecretBox
     """The keys that seal stored provider keys (SECRETS_KEY_FILE)."""
+    claude_sdk: ClaudeSdkRuntime
+    """The `claude_sdk` runtime and its pool of Claude Code processes."""
 
 
 Container = AppState
