@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
+from app.auth.stream_token import verify_stream_token
 from app.container import Container
 from app.core.db import unit_of_work
 from app.errors import Forbidden, Unauthorized
@@ -49,6 +51,25 @@ async def get_principal(
 
 
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_turn_events_principal(
+    container: ContainerDep,
+    turn_id: uuid.UUID,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    access_token: Annotated[
+        str | None,
+        Query(description="A stream token of this turn (`POST /turns/{turn_id}/stream-token`), for `EventSource`."),
+    ] = None,
+) -> Principal:
+    """The bearer, or a stream token of this very turn: the one route that reads `?access_token=`."""
+    if access_token is None:
+        return await get_principal(container, credentials)
+    assert container.signing is not None
+    return verify_stream_token(container.signing, access_token, turn_id, issuer=container.settings.signing.issuer)
+
+
+TurnEventsPrincipal = Annotated[Principal, Depends(get_turn_events_principal)]
 
 
 async def require_admin(principal: CurrentPrincipal) -> Principal:

@@ -51,5 +51,18 @@ class InvalidInput(AppError):
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
 
 
+class InvalidDocument(AppError):
+    """A document that fails validation once assembled (e.g. a config after a merge patch): 422, each error located."""
+
+    status, title, type_slug = 422, "Unprocessable Content", "validation-error"
+
+    def __init__(self, detail: str, *, errors: list[dict[str, Any]]) -> None:
+        super().__init__(detail, errors=errors)
+
+
+class NotAcceptable(AppError):
+    status, title, type_slug = 406, "Not Acceptable", "not-acceptable"
+
+
 class ServiceUnavailable(AppError):
     status, title, type_slug = 503, "Service Unavailable", "unavailable"

@@ -11,6 +11,7 @@ import httpx
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from app.agents.config import CONFIG_DOCUMENT_MARK
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
 from app.auth.jwks_router import router as jwks_router
@@ -170,6 +171,7 @@ def _publish_event_schemas(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = build()
             schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            _refer_config_documents(schema["components"]["schemas"])
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     stream = operation.get("responses", {}).get("200", {}).get("content", {}).get(SSE_MEDIA_TYPE)
@@ -179,3 +181,11 @@ def _publish_event_schemas(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _refer_config_documents(schemas: dict[str, Any]) -> None:
+    """Stored configs are documented as the `AgentConfig` schema itself, never as an anonymous object."""
+    for component in schemas.values():
+        for name, prop in component.get("properties", {}).items():
+            if isinstance(prop, dict) and prop.get(CONFIG_DOCUMENT_MARK):
+                component["properties"][name] = {"$ref": "#/components/schemas/AgentConfig"}
