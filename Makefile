@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench clean lock
+.PHONY: install run test lint typecheck unit bench clean lock browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests bench migrations
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest -q
+
+# Debian's chromium for the page's browser tests (tests/web), installed only when missing; Playwright
+# drives it as it is (no browser download). Needs root and Debian's archive, as CI has.
+browser:
+	test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
 
 test: lint unit
 

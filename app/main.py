@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
 
 from app.agents.config import CONFIG_DOCUMENT_MARK
 from app.agents.router import router as agents_router
@@ -38,6 +39,8 @@ from app.turns.events import event_schemas
 from app.turns.manager import Outbound, TurnManager
 from app.turns.notify import EventListener
 from app.turns.router import router as turns_router
+from app.web.router import STATIC_DIR
+from app.web.router import router as web_router
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -157,8 +160,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        web_router,
     ):
         app.include_router(router)
+    app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
     _publish_event_schemas(app)
     return app
 
