@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench clean lock browser
+.PHONY: install run test lint typecheck unit bench clean lock browser node-clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests bench migrations
 	$(BIN)/mypy
 
-unit: $(STAMP) browser
+unit: $(STAMP) browser node-clients
 	$(BIN)/pytest -q
 
 # Debian's chromium for the page's browser tests (tests/web), installed only when missing; Playwright
@@ -39,6 +39,14 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 \
 	  --generate-hashes --no-header --quiet -o requirements.lock
+
+# The real AG-UI and AI SDK client libraries (tests/adapters run tests/node/clients.mjs), from the
+# committed package-lock.json, installed when missing.
+node-clients: tests/node/node_modules/.package-lock.json
+
+tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 
 class AppError(Exception):
     """Base of every expected failure; carries its HTTP status and a stable problem type."""
@@ -58,6 +60,15 @@ class InvalidDocument(AppError):
 
     def __init__(self, detail: str, *, errors: list[dict[str, Any]]) -> None:
         super().__init__(detail, errors=errors)
+
+    @classmethod
+    def of(cls, exc: ValidationError, *location: str, what: str) -> InvalidDocument:
+        """Each error of `exc` located under `location` (e.g. `body`, `config`); never the input value."""
+        errors = [
+            {"loc": [*location, *(str(p) for p in e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()
+        ]
+        fields = ", ".join(".".join(e["loc"]) for e in errors)
+        return cls(f"{what} is invalid: {fields}", errors=errors)
 
 
 class NotAcceptable(AppError):

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
+from app.adapters.router import router as adapters_router
 from app.agents.config import CONFIG_DOCUMENT_MARK
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
@@ -161,6 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         approvals_router,
         policies_router,
         web_router,
+        adapters_router,
     ):
         app.include_router(router)
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")

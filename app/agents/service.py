@@ -105,12 +105,7 @@ def _patched(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     try:
         return AgentConfig.model_validate(merge_patch(current, patch)).as_document()
     except ValidationError as exc:
-        errors = [
-            {"loc": ["body", "config", *(str(p) for p in e["loc"])], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors()
-        ]
-        fields = ", ".join(".".join(e["loc"]) for e in errors)
-        raise InvalidDocument(f"The patched config is invalid: {fields}", errors=errors) from exc
+        raise InvalidDocument.of(exc, "body", "config", what="The patched config") from exc
 
 
 def _view(agent: Agent, version: AgentVersion) -> schemas.Agent:
