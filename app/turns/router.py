@@ -1,84 +1,31 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, status
 from fastapi.responses import Response
 
-from app.core.negotiation import negotiate
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
-from app.core.sse import SSE_MEDIA_TYPE, EventStreamResponse, event_stream_response
-from app.deps import ContainerDep, CurrentPrincipal, TurnEventsPrincipal
+from app.core.sse import EventStreamResponse, event_stream_response
+from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
-from app.turns.events import SSE_RESPONSE
-from app.turns.service import TurnService
+from app.turns.responses import (
+    STREAM_ACCEPT,
+    TURN_ACCEPT,
+    TURN_RESPONSES,
+    EventsServiceDep,
+    StreamRepresentation,
+    TurnRepresentation,
+    TurnServiceDep,
+    wants_json,
+)
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
 
 
-async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> TurnService:
-    return TurnService(container, principal)
-
-
-Service = Annotated[TurnService, Depends(get_service)]
-
-
-async def get_events_service(container: ContainerDep, principal: TurnEventsPrincipal) -> TurnService:
-    return TurnService(container, principal)
-
-
-EventsService = Annotated[TurnService, Depends(get_events_service)]
-TurnServiceDep = Service
-TURN_RESPONSES = {**SSE_RESPONSE, 200: {**SSE_RESPONSE[200]}}
-TURN_RESPONSES[200]["content"] = {
-    **SSE_RESPONSE[200]["content"],
-    "application/json": {"schema": {"$ref": "#/components/schemas/Turn"}},
-}
-
-
-TURN_MEDIA_TYPES = (SSE_MEDIA_TYPE, "application/json")
-
-
-def accept_parameter(offers: tuple[str, ...], description: str) -> dict[str, Any]:
-    """`Accept` declared in OpenAPI (so a generated client can choose), read raw by the negotiation."""
-    return {
-        "parameters": [
-            {
-                "name": "Accept",
-                "in": "header",
-                "required": False,
-                "description": description,
-                "schema": {"type": "string", "enum": list(offers)},
-            }
-        ]
-    }
-
-
-TURN_ACCEPT = accept_parameter(
-    TURN_MEDIA_TYPES,
-    "`text/event-stream` (the default) streams the events; `application/json` waits for the finished turn. "
-    "An `Accept` that allows neither answers 406 and starts nothing.",
-)
-STREAM_ACCEPT = accept_parameter((SSE_MEDIA_TYPE,), "This route answers only `text/event-stream` (else 406).")
-
-
-async def turn_representation(request: Request) -> str:
-    """Negotiated before the route's body runs, so a 406 starts nothing."""
-    return negotiate(request.headers.get("accept"), TURN_MEDIA_TYPES)
-
-
-async def stream_representation(request: Request) -> str:
-    return negotiate(request.headers.get("accept"), (SSE_MEDIA_TYPE,))
-
-
-TurnRepresentation = Annotated[str, Depends(turn_representation)]
-StreamRepresentation = Annotated[str, Depends(stream_representation)]
-
-
-def wants_json(representation: str) -> bool:
-    return representation == "application/json"
+Service = TurnServiceDep
 
 
 @router.post(
@@ -124,7 +71,7 @@ async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
 )
 async def turn_events(
     turn_id: uuid.UUID,
-    service: EventsService,
+    service: EventsServiceDep,
     _: StreamRepresentation,
     after: Annotated[int | None, Query(ge=0, description="Replay events with seq > after")] = None,
     last_event_id: Annotated[int | None, Header(ge=0)] = None,
@@ -154,3 +101,16 @@ async def create_stream_token(turn_id: uuid.UUID, service: Service) -> schemas.S
 )
 async def cancel_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
     return await service.cancel(turn_id)
+
+
+@router.delete(
+    "/sessions/{session_id}",
+    operation_id="closeSession",
+    status_code=status.HTTP_204_NO_CONTENT,
+    tags=["sessions"],
+    responses=problem_responses(404),
+)
+async def close_session(session_id: uuid.UUID, service: Service) -> Response:
+    """Close the session: it takes no new turns, and a turn still active in it is cancelled."""
+    await service.close_session(session_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
