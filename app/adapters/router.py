@@ -13,7 +13,7 @@ from app.adapters import ag_ui, ai_sdk
 from app.adapters.runs import AdapterRuns, Run
 from app.approvals.schemas import ApprovalDecision
 from app.core.problems import problem_responses
-from app.core.sse import SSE_MEDIA_TYPE, event_stream_response
+from app.core.sse import SSE_MEDIA_TYPE, EventStreamResponse, event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
 from app.errors import InvalidDocument, InvalidInput
 
@@ -66,6 +66,7 @@ async def _run(runs: AdapterRuns, session_id: uuid.UUID, text: str | None) -> Ru
     "/ag-ui/agents/{agent_id}",
     operation_id="runAgUiAgent",
     response_model=None,
+    response_class=EventStreamResponse,
     responses=_stream("AG-UI events as Server-Sent Events (`data: {json}`)"),
 )
 async def run_ag_ui(
@@ -99,6 +100,7 @@ async def run_ag_ui(
     "/ai-sdk/agents/{agent_id}/chat",
     operation_id="chatAiSdk",
     response_model=None,
+    response_class=EventStreamResponse,
     responses=_stream("A Vercel AI SDK UI message stream (`x-vercel-ai-ui-message-stream: v1`)"),
 )
 async def chat_ai_sdk(agent_id: uuid.UUID, body: ChatRequest, runs: Runs, container: ContainerDep) -> Response:
@@ -111,6 +113,7 @@ async def chat_ai_sdk(agent_id: uuid.UUID, body: ChatRequest, runs: Runs, contai
     "/ai-sdk/agents/{agent_id}/chat/{chat_id}/stream",
     operation_id="resumeAiSdkChat",
     response_model=None,
+    response_class=EventStreamResponse,
     responses={**_stream("The chat's latest run, replayed then followed live"), 204: {"description": "No turn yet"}},
 )
 async def resume_ai_sdk(agent_id: uuid.UUID, chat_id: str, runs: Runs, container: ContainerDep) -> Response:
