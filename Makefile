@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench clean lock browser node-clients
+.PHONY: install run test lint typecheck unit bench clean lock browser node-clients screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 \
 	  --generate-hashes --no-header --quiet -o requirements.lock
+
+# The README's pictures of the web page, taken by its browser tests (tests/web).
+screenshots: $(STAMP) browser
+	UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/web/test_chat_page.py
 
 # The real AG-UI and AI SDK client libraries (tests/adapters run tests/node/clients.mjs), from the
 # committed package-lock.json, installed when missing.

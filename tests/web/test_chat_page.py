@@ -4,12 +4,14 @@
    approval, approved in the page, the final answer shown.
 2. Signed in with a pasted token on a phone-sized screen, the page is reloaded mid-turn and the
    stream resumes from the last event it showed (through a stream token): every word once.
-Each test writes its screenshot under docs/img/ (shown in the README).
+Each test takes a screenshot; `make screenshots` (UPDATE_SCREENSHOTS=1) writes them to docs/img/,
+shown in the README, so an ordinary run leaves the work tree clean.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from tests.turns.loopback import serve_on_loopback
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
+UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
 STEP_TIMEOUT_MS = 20_000
 WORDS = [f"w{i}" for i in range(80)]
 
@@ -60,7 +63,15 @@ async def _create_agent_and_session(page: Page, name: str, config: dict[str, obj
     await expect(page.get_by_label("Message")).to_be_enabled()
 
 
-async def test_sign_in_run_a_turn_and_approve_it_in_the_page(page_settings: Settings, browser: Browser) -> None:
+async def _screenshot(page: Page, name: str, tmp_path: Path) -> None:
+    path = (SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path) / name
+    await page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000  # a rendered page, not an empty frame
+
+
+async def test_sign_in_run_a_turn_and_approve_it_in_the_page(
+    page_settings: Settings, browser: Browser, tmp_path: Path
+) -> None:
     async with serve_on_loopback(page_settings) as base_url:
         page = await browser.new_page(viewport={"width": 1200, "height": 860})
         page.set_default_timeout(STEP_TIMEOUT_MS)
@@ -84,11 +95,11 @@ async def test_sign_in_run_a_turn_and_approve_it_in_the_page(page_settings: Sett
         await expect(transcript).to_contain_text("resumed after the decision")
         await expect(transcript.locator(".msg-assistant").last).to_have_text("The answer is 42.")
         await expect(card.get_by_role("button", name="Approve")).to_be_disabled()
-        await page.screenshot(path=str(SCREENSHOTS / "web-approval.png"), full_page=True)
+        await _screenshot(page, "web-approval.png", tmp_path)
 
 
 async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
-    page_settings: Settings, browser: Browser
+    page_settings: Settings, browser: Browser, tmp_path: Path
 ) -> None:
     async with serve_on_loopback(page_settings) as base_url:
         secret = load_or_create_secret(page_settings.data_dir)
@@ -121,4 +132,4 @@ async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
         resumed = [url for url in followed if "access_token=" in url]
         assert resumed, followed
         assert "after=0" not in resumed[0]
-        await page.screenshot(path=str(SCREENSHOTS / "web-reload-phone.png"), full_page=True)
+        await _screenshot(page, "web-reload-phone.png", tmp_path)
