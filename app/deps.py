@@ -1,4 +1,4 @@
-"""Typed FastAPI dependencies: the container, the request's unit of work, the caller."""
+"""Typed FastAPI dependencies: the application state and its narrow parts, the unit of work, the caller."""
 
 from __future__ import annotations
 
@@ -8,25 +8,57 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.auth.principal import Principal
+from app.auth.signing import SigningKeys
 from app.auth.stream_token import verify_stream_token
-from app.container import Container
+from app.container import AppState
 from app.core.db import unit_of_work
 from app.core.logs import bind
+from app.core.sql import Sql
 from app.errors import Forbidden, Unauthorized
+from app.runtime.manager import TurnManager
+from app.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
 
 
-async def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> AppState:
     """Async on purpose: FastAPI runs plain `def` dependencies in a worker thread."""
-    container: Container = request.app.state.container
-    return container
+    state: AppState = request.app.state.container
+    return state
 
 
-ContainerDep = Annotated[Container, Depends(get_container)]
+ContainerDep = Annotated[AppState, Depends(get_container)]
+AppStateDep = ContainerDep
+
+
+async def get_app_settings(state: ContainerDep) -> Settings:
+    return state.settings
+
+
+async def get_engine(state: ContainerDep) -> AsyncEngine:
+    return state.engine
+
+
+async def get_sql(state: ContainerDep) -> Sql:
+    return state.sql
+
+
+async def get_signing(state: ContainerDep) -> SigningKeys:
+    return state.signing
+
+
+async def get_turn_manager(state: ContainerDep) -> TurnManager:
+    return state.turns
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
+SqlDep = Annotated[Sql, Depends(get_sql)]
+SigningDep = Annotated[SigningKeys, Depends(get_signing)]
+TurnManagerDep = Annotated[TurnManager, Depends(get_turn_manager)]
 
 
 async def get_db(container: ContainerDep) -> AsyncIterator[AsyncSession]:
@@ -68,8 +100,9 @@ async def get_turn_events_principal(
     """The bearer, or a stream token of this very turn: the one route that reads `?access_token=`."""
     if access_token is None:
         return await get_principal(container, credentials)
-    assert container.signing is not None
-    return verify_stream_token(container.signing, access_token, turn_id, issuer=container.settings.signing.issuer)
+    principal = verify_stream_token(container.signing, access_token, turn_id, issuer=container.settings.signing.issuer)
+    bind(tenant_id=principal.tenant_id)
+    return principal
 
 
 TurnEventsPrincipal = Annotated[Principal, Depends(get_turn_events_principal)]

@@ -28,7 +28,6 @@ async def new_session(
     `session_id` names the new session (a protocol adapter derives it from its thread id); a session
     with that id already existing fails on the primary key.
     """
-    assert container.sql is not None
     row = await create_pinned(
         container.sql, tenant_id=principal.tenant_id, owner_sub=principal.sub, agent_id=data.agent_id,
         version=data.agent_version, metadata=data.metadata, session_id=session_id,
