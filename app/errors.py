@@ -75,5 +75,15 @@ class NotAcceptable(AppError):
     status, title, type_slug = 406, "Not Acceptable", "not-acceptable"
 
 
+class TooManyRequests(AppError):
+    """A ceiling refuses the request for now (429 with `Retry-After` in whole seconds); `code` names it."""
+
+    status, title = 429, "Too Many Requests"
+
+    def __init__(self, code: str, detail: str, *, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))}, code=code, **extra)
+        self.type_slug = code.replace("_", "-")
+
+
 class ServiceUnavailable(AppError):
     status, title, type_slug = 503, "Service Unavailable", "unavailable"
