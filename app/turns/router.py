@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, status
+from fastapi import APIRouter, Header, Query, status
 from fastapi.responses import Response
 
 from app.core.bounds import INT32_MAX
@@ -14,8 +14,13 @@ from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
 from app.turns.responses import (
     ACCEPTED_RESPONSE,
+    STREAM_ACCEPT,
+    TURN_ACCEPT,
     TURN_RESPONSES,
+    EventsServiceDep,
     PreferHeader,
+    StreamRepresentation,
+    TurnRepresentation,
     TurnServiceDep,
     accepted,
     wants_async,
@@ -32,17 +37,22 @@ Service = TurnServiceDep
     "/sessions/{session_id}/turns",
     operation_id="createTurn",
     response_model=None,
-    responses={**TURN_RESPONSES, **ACCEPTED_RESPONSE, **problem_responses(409, 429)},
+    responses={**TURN_RESPONSES, **ACCEPTED_RESPONSE, **problem_responses(406, 409, 429)},
+    openapi_extra=TURN_ACCEPT,
 )
 async def create_turn(
-    session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service, prefer: PreferHeader = None
+    session_id: uuid.UUID,
+    body: schemas.TurnCreate,
+    representation: TurnRepresentation,
+    service: Service,
+    prefer: PreferHeader = None,
 ) -> Response:
     """Run one turn. Streams its events (default), answers the finished turn for `Accept: application/json`,
     or the started turn at once (202) for `Prefer: respond-async`."""
     turn_id, stream = await service.start(session_id, body)
     if wants_async(prefer):
         return accepted(await service.get(turn_id))
-    if wants_json(request):
+    if wants_json(representation):
         return Response((await service.finished(turn_id)).model_dump_json(), media_type="application/json")
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(stream.follow(0), ping_seconds=ping)
@@ -68,11 +78,13 @@ async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
     operation_id="streamTurnEvents",
     response_model=None,
     response_class=EventStreamResponse,
-    responses=SSE_RESPONSE,
+    responses={**SSE_RESPONSE, **problem_responses(406)},
+    openapi_extra=STREAM_ACCEPT,
 )
 async def turn_events(
     turn_id: uuid.UUID,
-    service: Service,
+    service: EventsServiceDep,
+    _: StreamRepresentation,
     after: Annotated[int | None, Query(ge=0, le=INT32_MAX, description="Replay events with seq > after")] = None,
     last_event_id: Annotated[int | None, Header(ge=0, le=INT32_MAX)] = None,
 ) -> Response:
@@ -81,6 +93,16 @@ async def turn_events(
     await service.get(turn_id)
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(service.follow(turn_id, start), ping_seconds=ping)
+
+
+@router.post(
+    "/turns/{turn_id}/stream-token",
+    operation_id="createStreamToken",
+    response_model=schemas.StreamToken,
+)
+async def create_stream_token(turn_id: uuid.UUID, service: Service) -> schemas.StreamToken:
+    """A token (≤ 60 s) that only `GET /turns/{turn_id}/events?access_token=…` accepts, for `EventSource`."""
+    return await service.stream_token(turn_id)
 
 
 @router.post(
