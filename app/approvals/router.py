@@ -21,6 +21,7 @@ from app.turns.responses import (
     wants_async,
     wants_json,
 )
+from app.turns.schemas import Turn
 from app.turns.service import TurnService
 
 router = APIRouter(tags=["approvals"], responses=problem_responses(401, 404, 422))
@@ -34,20 +35,11 @@ Service = Annotated[ApprovalService, Depends(get_service)]
 DECIDE_RESPONSES = {
     **TURN_RESPONSES,
     202: {
+        "model": schemas.StillWaiting | Turn,
         "description": (
             "Recorded; other approvals of the batch still wait (`StillWaiting`) — or, with "
             "`Prefer: respond-async`, the resumed turn at once (`Turn`, with `Location`)"
         ),
-        "content": {
-            "application/json": {
-                "schema": {
-                    "oneOf": [
-                        {"$ref": "#/components/schemas/StillWaiting"},
-                        {"$ref": "#/components/schemas/Turn"},
-                    ]
-                }
-            }
-        },
     },
     **problem_responses(406, 409),
 }
