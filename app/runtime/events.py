@@ -203,6 +203,15 @@ FRAME_SCHEMA: dict[str, Any] = {
 }
 
 
+GENERIC_FRAME_SCHEMA_NAME = "ServerSentEvent"
+GENERIC_FRAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event of a stream whose events are not turn events (AG-UI, AI SDK).",
+    "required": ["data"],
+    "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": {"type": "string"}},
+}
+
+
 def event_schemas() -> dict[str, Any]:
     """JSON schemas of every event (and the `TurnEvent` union) for OpenAPI components.
 

@@ -256,3 +256,11 @@ async def test_flags_are_strict_booleans(client: httpx.AsyncClient, alice: dict[
     body = {"agent_id": agent["id"], "cron": "0 9 * * 1-5", "input": "hi", "enabled": enabled}
     assert_refused(await send(client, "POST", "/schedules", body, alice), ["enabled"], "bool_type")
     assert (await client.get("/schedules", headers=alice)).json()["items"] == []
+
+
+async def test_the_byok_switch_is_a_strict_boolean(
+    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    assert_refused(await send(client, "PATCH", "/credentials", {"byok_only": 0}, admin), ["byok_only"], "bool_type")
+    assert (await client.get("/credentials", headers=admin)).json()["byok_only"] is False
