@@ -15,6 +15,7 @@ from app.settings import Settings
 
 if TYPE_CHECKING:
     from app.runtime.manager import TurnManager
+    from app.webhooks.secrets import WebhookSecrets
 
 
 @dataclass
@@ -28,3 +29,4 @@ class Container:
     """Hot-path statements (app/core/sql.py); set by the lifespan."""
     turns: TurnManager | None = field(default=None)
     signing: SigningKeys | None = field(default=None)
+    webhook_secrets: WebhookSecrets | None = field(default=None)

@@ -41,6 +41,9 @@ from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
+from app.webhooks.router import router as webhooks_router
+from app.webhooks.secrets import WebhookSecrets
+from app.webhooks.worker import DeliveryWorker, WorkerConfig
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -100,6 +103,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         gateway=_gateway(settings),
     )
     container.signing = signing
+    container.webhook_secrets = await asyncio.to_thread(
+        WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
+    )
     listener = None if is_sqlite(url) else EventListener(engine.url)
     if listener is not None:
         await listener.start()
@@ -115,9 +121,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     app.state.container = container
     await container.turns.start()
+    deliveries = DeliveryWorker(engine, http, container.webhook_secrets, WorkerConfig.of(settings.webhooks))
+    deliveries.start()
     try:
         yield
     finally:
+        await deliveries.close()
         await container.turns.shutdown()
         if listener is not None:
             await listener.close()
@@ -171,6 +180,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        webhooks_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

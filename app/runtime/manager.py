@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
-from app.core.sql import Sql
+from app.core.sql import AlchemySql, Sql
 from app.governance.gate import Governance
 from app.models import Turn, TurnEvent
 from app.models.base import utcnow
@@ -25,6 +25,7 @@ from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease, orphaned_turns
 from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.outbox import enqueue_in_transaction
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore
@@ -234,16 +235,16 @@ class TurnManager:
                 loop_count=row.loop_count,
                 error=error,
             )
-            await conn.execute(
-                insert(TurnEvent).values(
-                    turn_id=turn_id,
-                    seq=seq,
-                    tenant_id=tenant_id,
-                    type=ended.type,
-                    data=stamp(str(turn_id), seq, ended),
-                    created_at=utcnow(),
-                )
-            )
+            event = {
+                "turn_id": turn_id,
+                "seq": seq,
+                "tenant_id": tenant_id,
+                "type": ended.type,
+                "data": stamp(str(turn_id), seq, ended),
+                "created_at": utcnow(),
+            }
+            await conn.execute(insert(TurnEvent).values(event))
+            await enqueue_in_transaction(AlchemySql(self.engine, conn), [event])
             if conn.dialect.name == "postgresql":
                 await notify_followers(conn, turn_id)
         return True
