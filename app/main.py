@@ -31,12 +31,14 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
+from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.schedules.router import router as schedules_router
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -180,6 +182,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        memory_router,
+        schedules_router,
         webhooks_router,
     ):
         app.include_router(router)

@@ -94,6 +94,14 @@ class HttpSettings(BaseSettings):
     sse_ping_seconds: float = Field(default=15.0, gt=0)
 
 
+class ScheduleSettings(BaseSettings):
+    model_config = _group("SCHEDULE_")
+    min_interval_seconds: int = Field(default=60, ge=1)
+    """The closest two ticks of one schedule may be (a guard against a turn every second)."""
+    poll_seconds: float = Field(default=5.0, gt=0)
+    """How often each replica looks for due schedules (a tick fires at most this late)."""
+
+
 class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
@@ -130,6 +138,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
 

@@ -5,9 +5,11 @@ from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
 from app.models.audit_record import AuditRecord
 from app.models.base import Base
+from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
+from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import Session
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
@@ -24,9 +26,12 @@ __all__ = [
     "Approval",
     "AuditRecord",
     "Base",
+    "MemoryItem",
     "Message",
     "PolicyDecision",
     "Runner",
+    "Schedule",
+    "ScheduleFiring",
     "Session",
     "TenantPolicy",
     "ToolExecution",
