@@ -10,12 +10,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.core.sealing import SecretSealer
 from app.core.sql import Sql
 from app.settings import Settings
 
 if TYPE_CHECKING:
     from app.runtime.manager import TurnManager
-    from app.webhooks.secrets import WebhookSecrets
 
 
 @dataclass
@@ -29,4 +29,4 @@ class Container:
     """Hot-path statements (app/core/sql.py); set by the lifespan."""
     turns: TurnManager | None = field(default=None)
     signing: SigningKeys | None = field(default=None)
-    webhook_secrets: WebhookSecrets | None = field(default=None)
+    webhook_secrets: SecretSealer | None = field(default=None)

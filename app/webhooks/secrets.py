@@ -16,7 +16,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from app.auth.secret import write_private_file
-from app.webhooks.service import SealedSecret
+from app.core.sealing import SealedSecret
 
 KEY_FILE = "webhook-secrets.key"
 NONCE_BYTES = 12

@@ -4,33 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.pagination import Page, page_of
+from app.core.sealing import SecretSealer
 from app.errors import InvalidInput, NotFound
 from app.models.webhook import Webhook
 from app.webhooks import schemas
 from app.webhooks.repository import DeliveryRepository, WebhookRepository
 from app.webhooks.signing import InvalidSecret, new_secret, secret_key
-
-
-@dataclass(frozen=True, slots=True)
-class SealedSecret:
-    key_id: str
-    blob: bytes
-
-
-class SecretSealer(Protocol):
-    """Encrypts a secret bound to `associated` data (the row it belongs to); see app/webhooks/secrets.py."""
-
-    def seal(self, plaintext: str, associated: bytes) -> SealedSecret: ...
-
-    def open(self, sealed: SealedSecret, associated: bytes) -> str: ...
 
 
 def secret_binding(tenant_id: str, webhook_id: uuid.UUID) -> bytes:

@@ -26,11 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.logs import get_logger
 from app.core.outbound import OutboundBlocked, check_outbound_url
+from app.core.sealing import SealedSecret, SecretSealer
 from app.models.base import utcnow
 from app.models.webhook import Webhook
 from app.models.webhook_delivery import WebhookDelivery
 from app.settings import WebhookSettings
-from app.webhooks.service import SealedSecret, SecretSealer, secret_binding
+from app.webhooks.service import secret_binding
 from app.webhooks.signing import secret_key, signed_headers
 
 log = get_logger("agent_runtime.webhooks")

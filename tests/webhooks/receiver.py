@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-START_TIMEOUT_SECONDS = 30
+from tests.turns.loopback import serve_asgi
 
 
 @dataclass
@@ -52,16 +50,5 @@ def receiver_on_free_port() -> Receiver:
 @asynccontextmanager
 async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
     app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=receiver.port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(START_TIMEOUT_SECONDS):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("the receiver stopped before it started")
-                await asyncio.sleep(0.01)
+    async with serve_asgi(app, port=receiver.port):
         yield receiver
-    finally:
-        server.should_exit = True
-        await task
