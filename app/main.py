@@ -23,6 +23,7 @@ from app.core.access import RequestObserver
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
+from app.core.json_guard import JsonBodyGuard
 from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
@@ -164,6 +165,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
+    app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
     app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     if settings.http.cors_origins:
         app.add_middleware(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from app.governance.policy import PolicyRule, ToolGlob
 
@@ -38,9 +38,9 @@ class ScriptStep(_Strict):
 class ModelConfig(_Strict):
     provider: Literal["anthropic", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    max_tokens: int = Field(default=1024, ge=1, le=128_000)
+    max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
-    chunk_delay_ms: int = Field(default=0, ge=0, le=10_000)
+    chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:
@@ -52,8 +52,8 @@ class ModelConfig(_Strict):
 
 
 class Limits(_Strict):
-    max_loops: int = Field(default=8, ge=1, le=100)
-    max_output_tokens: int = Field(default=20_000, ge=1, le=10_000_000)
+    max_loops: StrictInt = Field(default=8, ge=1, le=100)
+    max_output_tokens: StrictInt = Field(default=20_000, ge=1, le=10_000_000)
 
 
 class ContextConfig(_Strict):
