@@ -46,6 +46,6 @@ class Delivery(BaseModel):
     next_attempt_at: datetime
     last_attempt_at: datetime | None
     response_status: int | None
-    last_error: str | None
+    last_error: str | None = Field(description="Why the latest failed attempt failed (kept after a later success)")
     created_at: datetime
     delivered_at: datetime | None

@@ -154,6 +154,7 @@ class DeliveryWorker:
                 DELIVERIES.c.payload,
                 DELIVERIES.c.attempts,
                 DELIVERIES.c.created_at,
+                DELIVERIES.c.last_error,
             )
         )
         async with self.engine.begin() as conn:
@@ -203,7 +204,7 @@ class DeliveryWorker:
         now = utcnow()
         values: dict[str, Any] = {"response_status": outcome.status, "last_error": outcome.error}
         if outcome.ok:
-            values.update(status="delivered", delivered_at=now, last_error=None)
+            values.update(status="delivered", delivered_at=now, last_error=delivery["last_error"])
         else:
             next_at = now + timedelta(seconds=retry_delay(delivery["attempts"], self.config))
             if next_at > delivery["created_at"] + timedelta(seconds=self.config.retry_window):
