@@ -190,7 +190,7 @@ async def test_two_instances_deliver_each_event_once(
 async def test_a_turn_ended_outside_its_run_is_delivered_too(
     database_url: str, tmp_path: Path, tenant: str, auth_headers: TokenFactory
 ) -> None:
-    """Cancelling an interrupted turn stores its closing event outside the writer (TurnManager.end_orphan)."""
+    """Cancelling an interrupted turn stores its closing event outside the writer (end_unowned_turn)."""
     admin = auth_headers(tenant, "root", roles=["admin"])
     receiver = receiver_on_free_port()
     async with serve(receiver), running_app(hook_settings(database_url, tmp_path)) as (_, client):
