@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sealing import SecretSealer
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
@@ -35,6 +36,8 @@ class AppState:
     """The turn engine (app/runtime)."""
     webhook_secrets: SecretSealer
     """Seals and opens the webhooks' signing secrets (app/webhooks/secrets.py)."""
+    claude_sdk: ClaudeSdkRuntime
+    """The `claude_sdk` runtime and its pool of Claude Code processes."""
 
 
 Container = AppState
