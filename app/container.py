@@ -17,6 +17,7 @@ from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sealing import SecretSealer
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
+from app.secrets.box import SecretBox
 from app.settings import Settings
 
 
@@ -36,6 +37,8 @@ class AppState:
     """The turn engine (app/runtime)."""
     webhook_secrets: SecretSealer
     """Seals and opens the webhooks' signing secrets (app/webhooks/secrets.py)."""
+    secret_box: SecretBox
+    """The keys that seal stored provider keys (SECRETS_KEY_FILE)."""
     claude_sdk: ClaudeSdkRuntime
     """The `claude_sdk` runtime and its pool of Claude Code processes."""
 

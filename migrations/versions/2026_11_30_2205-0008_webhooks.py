@@ -1,7 +1,7 @@
 """webhooks: subscriptions, and the delivery outbox written with the events it carries
 
 Revision ID: 0008_webhooks
-Revises: 0015
+Revises: 0007_credentials
 Create Date: 2026-11-30 21:15:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0008_webhooks"
-down_revision: str | None = "0015"
+down_revision: str | None = "0007_credentials"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
