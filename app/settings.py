@@ -40,6 +40,7 @@ class DbSettings(BaseSettings):
     def max_connections(self) -> int:
         """The most PostgreSQL connections one process opens: both pools and the LISTEN connection."""
         return self.pool_size + self.api_pool_size + self.max_overflow + 1
+
     echo: bool = False
 
 
@@ -94,6 +95,16 @@ class HttpSettings(BaseSettings):
     sse_ping_seconds: float = Field(default=15.0, gt=0)
 
 
+class LifecycleSettings(BaseSettings):
+    """Idle expiry and retention of sessions (DESIGN.md "Operations" → Retention); 0 turns either off."""
+
+    model_config = _group("")
+    session_idle_ttl_seconds: int = Field(default=0, ge=0)
+    retention_days: int = Field(default=0, ge=0)
+    session_sweep_seconds: float = Field(default=60.0, gt=0)
+    """How often one replica sweeps (expiry, then retention), each pass a bounded batch."""
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -104,6 +115,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
 
     @property
     def database_url(self) -> str:

@@ -18,6 +18,7 @@ from app.errors import Conflict, NotFound
 from app.graph.state import HumanDecision
 from app.models import Approval, Session, Turn
 from app.models.base import utcnow
+from app.sessions.service import session_not_open
 from app.turns.manager import TurnManager
 from app.turns.resume import resume_run
 from app.turns.runner import TurnRun
@@ -102,8 +103,8 @@ class ApprovalService:
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         session = await db.get(Session, turn.session_id)
-        if session is None or session.status == "closed":
-            raise Conflict(f"Session {turn.session_id} is closed")
+        if session is None or session.status != "open":
+            raise session_not_open(turn.session_id, session.status if session else "closed")
         return turn
 
     def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:

@@ -8,7 +8,8 @@ from app.models.base import Base
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
-from app.models.session import Session
+from app.models.session import SESSION_STATUSES, Session
+from app.models.summary import Summary
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
 from app.models.turn import ACTIVE_STATUSES, Turn
@@ -25,7 +26,9 @@ __all__ = [
     "Message",
     "PolicyDecision",
     "Runner",
+    "SESSION_STATUSES",
     "Session",
+    "Summary",
     "TenantPolicy",
     "ToolExecution",
     "Turn",

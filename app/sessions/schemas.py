@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SessionStatus = Literal["open", "closed", "expired"]
 
 
 class SessionCreate(BaseModel):
@@ -12,6 +15,15 @@ class SessionCreate(BaseModel):
     agent_id: uuid.UUID
     agent_version: int | None = Field(default=None, ge=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    external_id: str | None = Field(default=None, min_length=1, max_length=256)
+    """The caller's own id for the conversation: get-or-create per (tenant, owner, agent, external_id)."""
+
+    @field_validator("external_id")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None and any(unicodedata.category(ch) == "Cc" for ch in value):
+            raise ValueError("external_id must not contain control characters")
+        return value
 
 
 class Session(BaseModel):
@@ -20,10 +32,12 @@ class Session(BaseModel):
     agent_id: uuid.UUID
     agent_version: int
     owner: str = Field(validation_alias="owner_sub")
-    status: Literal["open", "closed"]
+    status: SessionStatus
+    external_id: str | None = None
     snapshot: dict[str, Any]
     metadata: dict[str, Any] = Field(validation_alias="meta")
     created_at: datetime
+    last_active_at: datetime
     closed_at: datetime | None
 
 

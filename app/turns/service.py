@@ -20,7 +20,7 @@ from app.errors import Conflict, NotFound
 from app.models import ACTIVE_STATUSES, Approval, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
-from app.sessions.service import SessionService
+from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas
 from app.turns.manager import TurnManager
 from app.turns.repository import TurnRepository
@@ -64,8 +64,8 @@ class TurnService:
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session["status"] == "closed":
-            raise Conflict(f"Session {session_id} is closed")
+        if session["status"] != "open":
+            raise session_not_open(session_id, session["status"])
         limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
