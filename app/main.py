@@ -31,7 +31,7 @@ from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
 from app.sessions.router import router as sessions_router
-from app.sessions.sweeper import session_sweeper
+from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.events import event_schemas
@@ -105,7 +105,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     app.state.container = container
     await container.turns.start()
-    sweeper = session_sweeper(settings.lifecycle, engine, container.turns)
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, container.turns)
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     try:
         yield

@@ -54,6 +54,10 @@ class SweepLimits:
     max_passes: int = 100
     """Passes per sweep; the rest waits for the next sweep."""
 
+    @classmethod
+    def of(cls, settings: LifecycleSettings) -> SweepLimits:
+        return cls(idle_ttl_seconds=settings.session_idle_ttl_seconds, retention_days=settings.retention_days)
+
 
 @dataclass(slots=True)
 class SweepReport:
@@ -63,9 +67,8 @@ class SweepReport:
     rows_deleted: int = 0
 
 
-def session_sweeper(settings: LifecycleSettings, engine: AsyncEngine, turns: EndsTurns) -> SessionSweeper:
-    """The sweep as configured; an expired session's interrupted turn ends `cancelled` (`session_expired`)."""
-    limits = SweepLimits(idle_ttl_seconds=settings.session_idle_ttl_seconds, retention_days=settings.retention_days)
+def session_sweeper(limits: SweepLimits, engine: AsyncEngine, turns: EndsTurns) -> SessionSweeper:
+    """The sweep; an expired session's interrupted turn ends `cancelled` (`session_expired`)."""
 
     async def end_turn(turn_id: uuid.UUID) -> bool:
         return await turns.end_orphan(turn_id, status="cancelled", error=SESSION_EXPIRED)
