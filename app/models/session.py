@@ -44,7 +44,10 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     status: Mapped[str] = mapped_column(String(16), default="open")
     external_id: Mapped[str | None] = mapped_column(String(256))
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
-    last_active_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    last_active_at: Mapped[datetime] = mapped_column(
+        UtcDateTime(), default=utcnow, server_default=text("CURRENT_TIMESTAMP")
+    )
+    """Defaults in the database too: hot-path inserts send exactly their columns (app.core.sql.bare)."""
     closed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     """When the session was closed or expired (retention counts from here)."""
     purged_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

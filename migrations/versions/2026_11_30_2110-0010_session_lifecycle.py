@@ -29,7 +29,10 @@ def upgrade() -> None:
     op.add_column("sessions", sa.Column("purged_at", sa.DateTime(timezone=True), nullable=True))
     op.execute("UPDATE sessions SET last_active_at = updated_at")
     with op.batch_alter_table("sessions") as batch:
-        batch.alter_column("last_active_at", existing_type=sa.DateTime(timezone=True), nullable=False)
+        batch.alter_column(
+            "last_active_at", existing_type=sa.DateTime(timezone=True), nullable=False,
+            server_default=sa.text("CURRENT_TIMESTAMP"),
+        )  # fmt: skip
     op.create_index(
         "uq_sessions_external_id", "sessions", ["tenant_id", "owner_sub", "agent_id", "external_id"], unique=True
     )
