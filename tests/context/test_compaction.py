@@ -109,7 +109,8 @@ def test_clip_text_fits_the_limit_and_keeps_both_ends(provider: str) -> None:
     text = "START " + "lorem ipsum dolor sit amet " * 2000 + " END"
     clipped = clip_text(text, 200, provider)
     assert estimate_tokens(clipped, provider) <= 200
-    assert clipped.startswith("START") and clipped.endswith("END")
+    assert clipped.startswith("START")
+    assert clipped.endswith("END")
     assert clip_text("short", 200, provider) == "short"
     assert CLIP_MARK.split("{")[0] in clipped
 
