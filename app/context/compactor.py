@@ -150,8 +150,10 @@ async def _summarise(
         max_tokens = min(policy.summary_tokens, budget.output_tokens_left - fitted.output_tokens)
         if max_tokens < 1:
             return
-        request = ModelRequest(model=model, system=SUMMARY_SYSTEM_PROMPT, messages=[summary_request(text, chunk)],
-                               tools=[], max_tokens=max_tokens, call_index=budget.call_index + fitted.model_calls)  # fmt: skip
+        request = ModelRequest(
+            model=model, system=SUMMARY_SYSTEM_PROMPT, messages=[summary_request(text, chunk)], tools=[],
+            max_tokens=max_tokens, call_index=budget.call_index + fitted.model_calls,
+        )  # fmt: skip
         try:
             response = await _complete(provider, request)
         except ProviderError:

@@ -27,9 +27,15 @@ SESSION_EXPIRED = {
 
 
 @dataclass(frozen=True, slots=True)
+class TurnKey:
+    tenant_id: str
+    turn_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
 class Expired:
     sessions: list[uuid.UUID]
-    interrupted_turns: list[uuid.UUID]
+    interrupted_turns: list[TurnKey]
     """Turns that waited for approvals in the expired sessions: to be ended by the caller."""
     candidates: int
     """Sessions examined (a full batch means there may be more)."""
@@ -81,19 +87,21 @@ async def expire_idle(conn: AsyncConnection, *, cutoff: datetime, batch: int) ->
         .where(Approval.session_id.in_(idle), Approval.status == "pending")
         .values(status="expired", decision_reason=EXPIRED_REASON, decided_at=now)
     )
-    turns = await conn.scalars(select(Turn.id).where(Turn.session_id.in_(idle), Turn.status == "interrupted"))
-    return Expired(idle, list(turns), len(rows))
+    turns = await conn.execute(
+        select(Turn.tenant_id, Turn.id).where(Turn.session_id.in_(idle), Turn.status == "interrupted")
+    )
+    return Expired(idle, [TurnKey(t.tenant_id, t.id) for t in turns], len(rows))
 
 
-async def interrupted_in_ended_sessions(conn: AsyncConnection, *, limit: int) -> list[uuid.UUID]:
+async def interrupted_in_ended_sessions(conn: AsyncConnection, *, limit: int) -> list[TurnKey]:
     """Interrupted turns left in expired sessions (a sweep stopped before ending them)."""
     stmt = (
-        select(Turn.id)
+        select(Turn.tenant_id, Turn.id)
         .where(Turn.status == "interrupted")
         .where(exists().where(Session.id == Turn.session_id, Session.status == "expired"))
         .limit(limit)
     )
-    return list(await conn.scalars(stmt))
+    return [TurnKey(t.tenant_id, t.id) for t in await conn.execute(stmt)]
 
 
 async def sessions_to_purge(conn: AsyncConnection, *, cutoff: datetime, batch: int) -> list[uuid.UUID]:

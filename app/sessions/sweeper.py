@@ -24,21 +24,24 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.models.base import utcnow
+from app.runtime.events import EndStatus
 from app.sessions import lifecycle
-from app.sessions.lifecycle import SESSION_EXPIRED
+from app.sessions.lifecycle import SESSION_EXPIRED, TurnKey
 from app.settings import LifecycleSettings
 
 log = logging.getLogger(__name__)
 SWEEP_LOCK_KEY = 0x6172_5F73_7765_6570  # "ar_sweep"
 """The advisory lock that makes one replica at a time sweep."""
 
-EndTurn = Callable[[uuid.UUID], Awaitable[bool]]
+EndTurn = Callable[[TurnKey], Awaitable[bool]]
 
 
 class EndsTurns(Protocol):
     """What the sweep needs of the turn engine: end a turn no task runs, with a closing event."""
 
-    async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool: ...
+    async def end_orphan(
+        self, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
+    ) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +73,8 @@ class SweepReport:
 def session_sweeper(limits: SweepLimits, engine: AsyncEngine, turns: EndsTurns) -> SessionSweeper:
     """The sweep; an expired session's interrupted turn ends `cancelled` (`session_expired`)."""
 
-    async def end_turn(turn_id: uuid.UUID) -> bool:
-        return await turns.end_orphan(turn_id, status="cancelled", error=SESSION_EXPIRED)
+    async def end_turn(turn: TurnKey) -> bool:
+        return await turns.end_orphan(turn.tenant_id, turn.turn_id, status="cancelled", error=SESSION_EXPIRED)
 
     return SessionSweeper(engine, limits, end_turn)
 
@@ -139,8 +142,8 @@ class SessionSweeper:
                 expired = await lifecycle.expire_idle(conn, cutoff=cutoff, batch=limits.session_batch)
                 leftover = await lifecycle.interrupted_in_ended_sessions(conn, limit=limits.session_batch)
             report.expired += len(expired.sessions)
-            for turn_id in dict.fromkeys([*expired.interrupted_turns, *leftover]):
-                report.turns_ended += int(await self._end_turn(turn_id))
+            for turn in dict.fromkeys([*expired.interrupted_turns, *leftover]):
+                report.turns_ended += int(await self._end_turn(turn))
             if expired.candidates < limits.session_batch:
                 return
 
