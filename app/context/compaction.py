@@ -40,6 +40,17 @@ SUMMARY_LABEL = "Summary of the earlier conversation (it replaces the messages i
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSummary:
+    """A summary standing for the first `message_count` messages of its session."""
+
+    content: str
+    message_count: int
+    model_calls: int
+    """Summarisation calls the session has made up to and including this summary (the scripted
+    provider's call index counts them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionPolicy:
     """An agent's `context.compaction` with its effective window."""
 
@@ -179,15 +190,16 @@ def summary_request(previous: str | None, messages: Sequence[ChatMessage]) -> Ch
 def summary_chunks(
     previous: str | None, messages: Sequence[ChatMessage], policy: CompactionPolicy
 ) -> list[list[ChatMessage]]:
-    """The messages to summarise, split so that each summarisation call's prompt fits its budget.
+    """The messages to summarise, split so that each summarisation call fits the window.
 
-    Each call sees the summary so far (at most `summary_tokens`) and one chunk; tool results are
+    Each call sees the fixed instructions, the summary so far (after the first call at most
+    `summary_tokens`) and one chunk, and leaves `summary_tokens` for its reply; tool results are
     clipped to their share of the window first, so no single message outgrows a chunk.
     """
-    fixed = estimate_tokens(SUMMARY_SYSTEM_PROMPT, policy.provider) + 2 * policy.summary_tokens + 64
-    if previous:
-        fixed += estimate_tokens(previous, policy.provider)
-    budget = max(policy.trigger_tokens - fixed, policy.tool_result_tokens)
+    previous_size = estimate_tokens(previous, policy.provider) if previous else 0
+    fixed = estimate_tokens(SUMMARY_SYSTEM_PROMPT, policy.provider) + max(previous_size, policy.summary_tokens)
+    fixed += policy.summary_tokens + 64
+    budget = max(policy.window - fixed, policy.tool_result_tokens)
     chunks: list[list[ChatMessage]] = [[]]
     used = 0
     for message in clip_tool_results(messages, policy.tool_result_tokens, policy.provider):

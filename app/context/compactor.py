@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from app.context.compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionPolicy,
+    StoredSummary,
     clip_tool_results,
     prompt_tokens,
     summary_chunks,
@@ -30,15 +31,6 @@ from app.context.compaction import (
 )
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError
 from app.providers.context_windows import estimate_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSummary:
-    content: str
-    message_count: int
-    """It stands for the first `message_count` messages of the session."""
-    model_calls: int
-    """Summarisation calls the session has made up to and including this summary."""
 
 
 class CompactionPort(Protocol):
@@ -65,6 +57,8 @@ class Fitted:
     summary: StoredSummary | None
     """The summary in force now (to keep in the run's state)."""
     summary_loaded: bool
+    restored_calls: int = 0
+    """Summarisation calls of earlier runs, counted by the summary read now (the call index skips them)."""
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
@@ -95,13 +89,15 @@ async def fit_prompt(
     prompt = _with_summary(summary, clip_tool_results(conversation, clip, policy.provider))
     if prompt_tokens(system, prompt, policy.provider) <= policy.trigger_tokens:
         return Fitted(prompt, summary, summary_loaded)
+    restored = 0
     if not summary_loaded:
         summary, summary_loaded = await port.latest_summary(), True
+        restored = summary.model_calls if summary else 0
         prompt = _with_summary(summary, clip_tool_results(conversation, clip, policy.provider))
         if prompt_tokens(system, prompt, policy.provider) <= policy.trigger_tokens:
-            return Fitted(prompt, summary, summary_loaded)
+            return Fitted(prompt, summary, summary_loaded, restored)
     before = prompt
-    fitted = Fitted(prompt, summary, summary_loaded)
+    fitted = Fitted(prompt, summary, summary_loaded, restored)
     if policy.strategy == "summarize":
         await _summarise(system, conversation, policy=policy, port=port, provider=provider, model=model,
                          budget=budget, fitted=fitted)  # fmt: skip
@@ -152,7 +148,7 @@ async def _summarise(
             return
         request = ModelRequest(
             model=model, system=SUMMARY_SYSTEM_PROMPT, messages=[summary_request(text, chunk)], tools=[],
-            max_tokens=max_tokens, call_index=budget.call_index + fitted.model_calls,
+            max_tokens=max_tokens, call_index=budget.call_index + fitted.restored_calls + fitted.model_calls,
         )  # fmt: skip
         try:
             response = await _complete(provider, request)

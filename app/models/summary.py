@@ -24,6 +24,9 @@ class Summary(IdMixin, TenantMixin, CreatedMixin, Base):
     first_message_id: Mapped[int] = mapped_column(BigInteger)
     last_message_id: Mapped[int] = mapped_column(BigInteger)
     message_count: Mapped[int] = mapped_column(Integer)
+    """How many messages it stands for: the session's first ones, up to `last_message_id`."""
+    model_calls: Mapped[int] = mapped_column(Integer)
+    """Summarisation calls the session has made up to and including this one."""
     content: Mapped[str] = mapped_column(Text)
     tokens: Mapped[int] = mapped_column(Integer)
     """The summary's own size in the provider's tokens (estimated)."""

@@ -50,6 +50,7 @@ def upgrade() -> None:
         sa.Column("first_message_id", sa.BigInteger(), nullable=False),
         sa.Column("last_message_id", sa.BigInteger(), nullable=False),
         sa.Column("message_count", sa.Integer(), nullable=False),
+        sa.Column("model_calls", sa.Integer(), nullable=False),
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("tokens", sa.Integer(), nullable=False),
         sa.Column("id", sa.Uuid(), nullable=False),
