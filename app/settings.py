@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -105,6 +105,17 @@ class LifecycleSettings(BaseSettings):
     """How often one replica sweeps (expiry, then retention), each pass a bounded batch."""
 
 
+class ObservabilitySettings(BaseSettings):
+    """Logs, traces (DESIGN.md "Operations")."""
+
+    model_config = _group("")
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    otel_exporter_otlp_endpoint: str | None = None
+    """Traces are on when set: OTLP/HTTP to `{endpoint}/v1/traces` (needs the `otlp` extra)."""
+    otel_service_name: str = "agent-runtime"
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -116,6 +127,7 @@ class Settings(BaseSettings):
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @property
     def database_url(self) -> str:
