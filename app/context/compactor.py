@@ -85,15 +85,14 @@ async def fit_prompt(
     budget: Budget,
 ) -> Fitted:
     """The prompt for the next model call (see the module docstring)."""
-    clip = policy.tool_result_tokens
-    prompt = _with_summary(summary, clip_tool_results(conversation, clip, policy.provider))
+    prompt = _clipped(_with_summary(summary, conversation), policy)
     if prompt_tokens(system, prompt, policy.provider) <= policy.trigger_tokens:
         return Fitted(prompt, summary, summary_loaded)
     restored = 0
     if not summary_loaded:
         summary, summary_loaded = await port.latest_summary(), True
         restored = summary.model_calls if summary else 0
-        prompt = _with_summary(summary, clip_tool_results(conversation, clip, policy.provider))
+        prompt = _clipped(_with_summary(summary, conversation), policy)
         if prompt_tokens(system, prompt, policy.provider) <= policy.trigger_tokens:
             return Fitted(prompt, summary, summary_loaded, restored)
     before = prompt
@@ -115,6 +114,10 @@ async def fit_prompt(
         }
     )
     return fitted
+
+
+def _clipped(messages: list[ChatMessage], policy: CompactionPolicy) -> list[ChatMessage]:
+    return clip_tool_results(messages, policy.tool_result_tokens, policy.provider)
 
 
 def _with_summary(summary: StoredSummary | None, conversation: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -166,7 +169,7 @@ async def _summarise(
     summary = StoredSummary(text, cut, (previous.model_calls if previous else 0) + calls)
     await port.save_summary(summary, tokens=estimate_tokens(text, policy.provider))
     fitted.summary = summary
-    fitted.prompt = _with_summary(summary, clip_tool_results(conversation, policy.tool_result_tokens, policy.provider))
+    fitted.prompt = _clipped(_with_summary(summary, conversation), policy)
 
 
 async def _complete(provider: Provider, request: ModelRequest) -> ModelResponse:
