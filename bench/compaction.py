@@ -26,7 +26,7 @@ from asgi_lifespan import LifespanManager
 
 from app.auth.verify import mint_user_token
 from app.main import create_app
-from app.settings import AuthSettings, DbSettings, Settings
+from app.settings import AuthSettings, DbSettings, ObservabilitySettings, Settings
 
 SECRET = "bench-compaction-secret-0123456789abcdef"
 UNBOUNDED_WINDOW = 100_000_000
@@ -86,6 +86,7 @@ async def main(args: argparse.Namespace) -> None:
             data_dir=Path(data),
             db=DbSettings(url=f"sqlite+aiosqlite:///{Path(data) / 'bench.db'}"),
             auth=AuthSettings(jwt_secret=SECRET),
+            observability=ObservabilitySettings(log_level="warning"),
         )
         app = create_app(settings)
         token = mint_user_token(SECRET, tenant_id="bench", sub="bench", roles=[], ttl_seconds=3600)
