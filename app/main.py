@@ -23,6 +23,7 @@ from app.core.access import RequestObserver
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
+from app.core.json_guard import JsonBodyGuard
 from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
@@ -31,12 +32,14 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
+from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.schedules.router import router as schedules_router
 from app.sessions.router import router as sessions_router
 from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
@@ -157,6 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
+    app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
     app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     if settings.http.cors_origins:
         app.add_middleware(
@@ -175,6 +179,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        memory_router,
+        schedules_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -105,6 +105,14 @@ class LifecycleSettings(BaseSettings):
     """How often one replica sweeps (expiry, then retention), each pass a bounded batch."""
 
 
+class ScheduleSettings(BaseSettings):
+    model_config = _group("SCHEDULE_")
+    min_interval_seconds: int = Field(default=60, ge=1)
+    """The closest two ticks of one schedule may be (a guard against a turn every second)."""
+    poll_seconds: float = Field(default=5.0, gt=0)
+    """How often each replica looks for due schedules (a tick fires at most this late)."""
+
+
 class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
@@ -127,6 +135,7 @@ class Settings(BaseSettings):
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @property

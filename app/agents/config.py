@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from app.context.compaction import DEFAULT_KEEP_LAST, DEFAULT_TRIGGER_RATIO
 from app.governance.policy import PolicyRule, ToolGlob
@@ -40,10 +40,10 @@ class ScriptStep(_Strict):
 class ModelConfig(_Strict):
     provider: Literal["anthropic", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    max_tokens: int = Field(default=1024, ge=1, le=128_000)
+    max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
-    chunk_delay_ms: int = Field(default=0, ge=0, le=10_000)
-    context_window: int | None = Field(default=None, ge=1, le=100_000_000)
+    chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
+    context_window: StrictInt | None = Field(default=None, ge=1, le=100_000_000)
     """Tokens; overrides the built-in table of known windows (app/providers/context_windows.py)."""
 
     @model_validator(mode="after")
@@ -56,8 +56,8 @@ class ModelConfig(_Strict):
 
 
 class Limits(_Strict):
-    max_loops: int = Field(default=8, ge=1, le=100)
-    max_output_tokens: int = Field(default=20_000, ge=1, le=10_000_000)
+    max_loops: StrictInt = Field(default=8, ge=1, le=100)
+    max_output_tokens: StrictInt = Field(default=20_000, ge=1, le=10_000_000)
 
 
 class CompactionConfig(_Strict):
@@ -65,7 +65,7 @@ class CompactionConfig(_Strict):
 
     strategy: Literal["summarize", "window"] = "summarize"
     trigger_ratio: float = Field(default=DEFAULT_TRIGGER_RATIO, gt=0, le=1)
-    keep_last_messages: int = Field(default=DEFAULT_KEEP_LAST, ge=2, le=1000)
+    keep_last_messages: StrictInt = Field(default=DEFAULT_KEEP_LAST, ge=2, le=1000)
 
 
 class ContextConfig(_Strict):

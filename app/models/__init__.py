@@ -5,9 +5,11 @@ from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
 from app.models.audit_record import AuditRecord
 from app.models.base import Base
+from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
+from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import SESSION_STATUSES, Session
 from app.models.summary import Summary
 from app.models.tenant_policy import TenantPolicy
@@ -23,10 +25,13 @@ __all__ = [
     "Approval",
     "AuditRecord",
     "Base",
+    "MemoryItem",
     "Message",
     "PolicyDecision",
     "Runner",
     "SESSION_STATUSES",
+    "Schedule",
+    "ScheduleFiring",
     "Session",
     "Summary",
     "TenantPolicy",

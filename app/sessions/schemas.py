@@ -7,13 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.core.bounds import Version
+
 SessionStatus = Literal["open", "closed", "expired"]
 
 
 class SessionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent_id: uuid.UUID
-    agent_version: int | None = Field(default=None, ge=1)
+    agent_version: Version | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     external_id: str | None = Field(default=None, min_length=1, max_length=256)
     """The caller's own id for the conversation: get-or-create per (tenant, owner, agent, external_id)."""
