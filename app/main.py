@@ -16,7 +16,7 @@ from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
-from app.container import Container
+from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
@@ -77,13 +77,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if tracing.enabled():
         instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-    container = Container(
-        settings=settings,
-        engine=engine,
-        session_factory=create_session_factory(engine),
-        verifier=build_verifier(settings, http),
-        http=http,
-    )
     anthropic_client = build_anthropic_client(
         settings.anthropic.api_key,
         settings.anthropic.base_url,
@@ -103,29 +96,36 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_engine=_context_engine(settings, http),
         gateway=_gateway(settings),
     )
-    container.signing = signing
     listener = None if is_sqlite(url) else EventListener(engine.url)
     if listener is not None:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
-    container.sql = sql
-    container.turns = TurnManager(
+    turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtime=LangGraphRuntime(),
+        runtimes={"langgraph": LangGraphRuntime()},
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
     )
-    app.state.container = container
-    await container.turns.start()
-    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, container.turns)
+    app.state.container = AppState(
+        settings=settings,
+        engine=engine,
+        session_factory=create_session_factory(engine),
+        verifier=build_verifier(settings, http),
+        http=http,
+        sql=sql,
+        signing=signing,
+        turns=turns,
+    )
+    await turns.start()
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     try:
         yield
     finally:
         await sweeper.stop()
-        await container.turns.shutdown()
+        await turns.shutdown()
         if listener is not None:
             await listener.close()
         if outbound.gateway is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from app.providers.base import ChatMessage
-from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, context_window, estimate_tokens
+from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
 Strategy = Literal["summarize", "window"]
 DEFAULT_TRIGGER_RATIO = 0.8
@@ -71,24 +71,6 @@ class CompactionPolicy:
     @property
     def summary_tokens(self) -> int:
         return max(int(self.window * SUMMARY_OUTPUT_SHARE), 1)
-
-
-def policy_of(snapshot: dict[str, object]) -> CompactionPolicy:
-    """The policy of a session's snapshot (an agent config already validated)."""
-    model = snapshot.get("model")
-    context = snapshot.get("context")
-    model = model if isinstance(model, dict) else {}
-    compaction = context.get("compaction") if isinstance(context, dict) else None
-    compaction = compaction if isinstance(compaction, dict) else {}
-    provider = str(model.get("provider", ""))
-    override = model.get("context_window")
-    return CompactionPolicy(
-        strategy="window" if compaction.get("strategy") == "window" else "summarize",
-        trigger_ratio=float(compaction.get("trigger_ratio", DEFAULT_TRIGGER_RATIO)),
-        keep_last_messages=int(compaction.get("keep_last_messages", DEFAULT_KEEP_LAST)),
-        window=context_window(provider, str(model.get("name") or ""), override if isinstance(override, int) else None),
-        provider=provider,
-    )
 
 
 def message_tokens(message: ChatMessage, provider: str) -> int:

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from app.models import Session, Turn
 from app.runtime.journal import HumanDecision, TurnIdentity, TurnRun
 from app.runtime.store import TurnStore
 
 
 async def resume_run(
-    db: AsyncSession, store: TurnStore, turn: Turn, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
+    store: TurnStore, turn: Turn, session: Session, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
 ) -> TurnRun:
-    session = await db.get(Session, turn.session_id)
-    assert session is not None
     history = await store.history(turn.tenant_id, turn.session_id)
     assistant = next(m for m in reversed(history) if m.role == "assistant")
     last_seq = max(turn.last_seq, await store.max_seq(turn.tenant_id, turn.id))

@@ -26,7 +26,6 @@ async def new_session(
 ) -> tuple[schemas.Session, bool]:
     """(the session, created?). One statement when the agent version can be pinned (two for a get by
     `external_id`); otherwise the ORM path, for its precise error."""
-    assert container.sql is not None
     fields: dict[str, Any] = {
         "tenant_id": principal.tenant_id, "owner_sub": principal.sub, "agent_id": data.agent_id,
         "version": data.agent_version, "metadata": data.metadata,

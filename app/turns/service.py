@@ -7,7 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
@@ -17,7 +16,7 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound
-from app.models import ACTIVE_STATUSES, Approval, Turn
+from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.journal import TurnIdentity, TurnRun
@@ -35,7 +34,6 @@ REPLAY_PAGE = 1000
 
 class TurnService:
     def __init__(self, container: Container, principal: Principal) -> None:
-        assert container.turns is not None
         self.container = container
         self.manager: TurnManager = container.turns
         self.principal = principal
@@ -123,7 +121,7 @@ class TurnService:
             if not remote:
                 await self.manager.end_orphan(self.principal.tenant_id, turn_id, status="cancelled", error=None)
         async with self._uow() as db:
-            await expire_pending_approvals(db, turn_id)
+            await TurnRepository(db, self.principal.tenant_id).expire_pending_approvals(turn_id)
         return await self.get(turn_id)
 
     async def _cancelled_elsewhere(self, turn_id: uuid.UUID) -> bool:
@@ -177,12 +175,6 @@ class TurnService:
                 after = seq
             if len(rows) < REPLAY_PAGE:
                 return
-
-
-async def expire_pending_approvals(db: AsyncSession, turn_id: uuid.UUID) -> None:
-    await db.execute(
-        update(Approval).where(Approval.turn_id == turn_id, Approval.status == "pending").values(status="expired")
-    )
 
 
 def _busy(active: Turn | None) -> Conflict:

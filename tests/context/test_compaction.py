@@ -11,7 +11,6 @@ from app.context.compaction import (
     clip_text,
     clip_tool_results,
     message_tokens,
-    policy_of,
     prompt_tokens,
     summary_chunks,
     summary_cut,
@@ -19,7 +18,7 @@ from app.context.compaction import (
     window_start,
 )
 from app.providers.base import ChatMessage, ToolCall
-from app.providers.context_windows import DEFAULT_CONTEXT_WINDOW, MESSAGE_OVERHEAD_TOKENS, estimate_tokens
+from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
 
 def user(text: str) -> ChatMessage:
@@ -136,14 +135,3 @@ def test_summary_chunks_split_a_transcript_larger_than_the_window() -> None:
         assert prompt_tokens(SUMMARY_SYSTEM_PROMPT, [summary_request("x " * small.summary_tokens, chunk)],
                              "scripted") <= small.window  # fmt: skip
     assert summary_chunks(None, messages[:2], policy(window=100_000)) == [messages[:2]]
-
-
-def test_policy_of_a_snapshot_uses_the_override_or_the_table() -> None:
-    snapshot = {"model": {"provider": "scripted", "script": [{"text": "x"}], "context_window": 500},
-                "context": {"compaction": {"strategy": "window", "trigger_ratio": 0.5, "keep_last_messages": 3}}}
-    assert policy_of(snapshot) == CompactionPolicy("window", 0.5, 3, 500, "scripted")
-    assert policy_of(snapshot).trigger_tokens == 250
-    default = policy_of({"model": {"provider": "scripted"}})
-    assert (default.strategy, default.trigger_ratio, default.keep_last_messages) == ("summarize", 0.8, 6)
-    assert default.window == DEFAULT_CONTEXT_WINDOW
-    assert policy_of({"model": {"provider": "anthropic", "name": "claude-sonnet-4-5"}}).window == 200_000

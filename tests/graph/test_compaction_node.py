@@ -31,15 +31,15 @@ def conversation(exchanges: int, words: int = 10) -> list[ChatMessage]:
     return messages
 
 
-def snapshot(**compaction: Any) -> dict[str, Any]:
-    return {"context": {"compaction": {**COMPACTION, **compaction}}}
+SCRIPT = [{"text": "the summary of it all"}, {"text": "reply"}]
 
 
 def runtime(journal: MemoryJournal, provider: Any = None, **compaction: Any) -> Any:
-    rt = node_runtime(journal, script=[{"text": "the summary of it all"}, {"text": "reply"}], provider=provider,
-                      snapshot=snapshot(**compaction))  # fmt: skip
-    rt.context.snapshot["model"]["context_window"] = WINDOW
-    return rt
+    snapshot = {
+        "model": {"provider": "scripted", "script": SCRIPT, "context_window": WINDOW},
+        "context": {"compaction": {**COMPACTION, **compaction}},
+    }
+    return node_runtime(journal, script=SCRIPT, provider=provider, snapshot=snapshot)
 
 
 class Recording(ScriptedProvider):

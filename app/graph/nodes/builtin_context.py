@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.context.compaction import StoredSummary, policy_of
+from app.agents.config import AgentConfig
+from app.context.compaction import CompactionPolicy, StoredSummary
 from app.context.compactor import Budget, fit_prompt
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
 from app.providers.base import ModelResponse
+from app.providers.context_windows import context_window
 from app.runtime.events import ContextCompacted, UsageEvent
 from app.runtime.journal import ModelUsage, TurnJournal
 
@@ -42,14 +44,25 @@ class _JournalPort:
         self._journal.event(ContextCompacted(**fields))
 
 
+def compaction_policy(config: AgentConfig) -> CompactionPolicy:
+    model, compaction = config.model, config.context.compaction
+    return CompactionPolicy(
+        strategy=compaction.strategy,
+        trigger_ratio=compaction.trigger_ratio,
+        keep_last_messages=compaction.keep_last_messages,
+        window=context_window(model.provider, model.name or "", model.context_window),
+        provider=model.provider,
+    )
+
+
 async def builtin_prompt(state: TurnState, ctx: TurnContext) -> dict[str, Any]:
     """The state update of assemble_context without a Context Engine: system, prompt, and what compaction cost."""
-    system = str(ctx.snapshot.get("system_prompt", ""))
+    system = ctx.config.system_prompt
     model_calls = state.get("model_calls", 0)
     fitted = await fit_prompt(
         system,
         [*state.get("history", []), *state.get("new_messages", [])],
-        policy=policy_of(ctx.snapshot),
+        policy=compaction_policy(ctx.config),
         summary=state.get("summary"),
         summary_loaded=state.get("summary_loaded", False),
         port=_JournalPort(ctx.journal, str(ctx.model.get("name") or ctx.model["provider"])),
