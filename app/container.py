@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
 from app.settings import Settings
@@ -32,6 +33,8 @@ class AppState:
     """The keys of the per-turn tokens this service mints."""
     turns: TurnManager
     """The turn engine (app/runtime)."""
+    claude_sdk: ClaudeSdkRuntime
+    """The `claude_sdk` runtime and its pool of Claude Code processes."""
 
 
 Container = AppState

@@ -51,5 +51,15 @@ class InvalidInput(AppError):
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
 
 
+class TooManyRequests(AppError):
+    """A ceiling refuses the request for now (429 with `Retry-After` in whole seconds); `code` names it."""
+
+    status, title = 429, "Too Many Requests"
+
+    def __init__(self, code: str, detail: str, *, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))}, code=code, **extra)
+        self.type_slug = code.replace("_", "-")
+
+
 class ServiceUnavailable(AppError):
     status, title, type_slug = 503, "Service Unavailable", "unavailable"

@@ -16,6 +16,9 @@ from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
+from app.claude_sdk.options import Provider
+from app.claude_sdk.pool import ClientPool
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
@@ -100,10 +103,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if listener is not None:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
+    claude_sdk = _claude_sdk(settings)
     turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtimes={"langgraph": LangGraphRuntime()},
+        runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
@@ -117,8 +121,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         sql=sql,
         signing=signing,
         turns=turns,
+        claude_sdk=claude_sdk,
     )
     await turns.start()
+    claude_sdk.pool.start_reaper()
     sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     try:
@@ -126,6 +132,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         await sweeper.stop()
         await turns.shutdown()
+        await claude_sdk.pool.close_all()
         if listener is not None:
             await listener.close()
         if outbound.gateway is not None:
@@ -137,6 +144,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await engine.dispose()
         if observability.otel_exporter_otlp_endpoint:
             tracing.shutdown_tracing()
+
+
+def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
+    config = settings.claude_sdk
+    return ClaudeSdkRuntime(
+        pool=ClientPool(max_sessions=config.max_sessions, idle_seconds=config.idle_seconds),
+        data_dir=settings.data_dir,
+        provider=Provider(api_key=settings.anthropic.api_key, base_url=settings.anthropic.base_url),
+        cli_path=config.cli_path,
+    )
 
 
 def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:

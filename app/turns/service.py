@@ -6,6 +6,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,7 +16,7 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, TooManyRequests
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
@@ -30,6 +31,7 @@ from app.turns.repository import TurnRepository
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20
 REPLAY_PAGE = 1000
+CLAUDE_SDK_RETRY_SECONDS = 5
 
 
 class TurnService:
@@ -64,6 +66,7 @@ class TurnService:
             raise NotFound(f"Session {session_id} not found")
         if session["status"] != "open":
             raise session_not_open(session_id, session["status"])
+        self._admit_runtime(session["id"], session["snapshot"])
         limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
@@ -87,6 +90,16 @@ class TurnService:
             max_loops=max_loops,
             max_output_tokens=budget,
         )
+
+    def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
+        """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
+        runtime = self.container.claude_sdk
+        if snapshot.get("runtime") == "claude_sdk" and not runtime.admits(session_id):
+            raise TooManyRequests(
+                "too_many_turns",
+                f"this replica already runs its maximum of {runtime.pool.max_sessions} Claude Code sessions",
+                retry_after=CLAUDE_SDK_RETRY_SECONDS,
+            )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
         async with self._uow() as db:
@@ -138,6 +151,7 @@ class TurnService:
         if active is not None:
             with contextlib.suppress(Conflict):
                 await self.cancel(active.id)
+        await self.container.claude_sdk.close_session(session_id)
 
     async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
         """Frames after `after`: stored ones, then live ones, up to and including the next `turn.ended`."""
