@@ -10,7 +10,10 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
 
+from app.adapters.router import router as adapters_router
+from app.agents.config import CONFIG_DOCUMENT_MARK
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
@@ -30,24 +33,30 @@ from app.core.json_guard import JsonBodyGuard
 from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
-from app.core.sql import open_sql
+from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
+from app.credentials.resolver import CredentialResolver, EnvironmentKey
+from app.credentials.router import router as credentials_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
-from app.providers.anthropic import AnthropicProvider, build_anthropic_client
+from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router
+from app.secrets.box import SecretBox
+from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
 from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
+from app.web.router import STATIC_DIR
+from app.web.router import router as web_router
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -80,12 +89,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if tracing.enabled():
         instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-    anthropic_client = build_anthropic_client(
-        settings.anthropic.api_key,
-        settings.anthropic.base_url,
-        settings.anthropic.timeout_seconds,
-        settings.anthropic.max_retries,
-    )
+    keyring = await asyncio.to_thread(SecretsKeyring.load_or_create, settings.secrets.key_file, settings.data_dir)
+    secret_box = SecretBox(keyring)
+    provider_clients = _provider_clients(settings)
     signing = await asyncio.to_thread(
         SigningKeys.load_or_create,
         settings.signing.key_file,
@@ -108,7 +114,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine=engine,
         sql=sql,
         runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
-        providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
+        providers=ProviderRegistry.default(provider_clients, _resolver(settings, sql, secret_box)),
         outbound=outbound,
         listener=listener,
     )
@@ -121,6 +127,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         sql=sql,
         signing=signing,
         turns=turns,
+        secret_box=secret_box,
         claude_sdk=claude_sdk,
     )
     await turns.start()
@@ -137,13 +144,31 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             await listener.close()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
-        if anthropic_client is not None:
-            await anthropic_client.close()
+        await provider_clients.aclose()
         await http.aclose()
         await sql.close()
         await engine.dispose()
         if observability.otel_exporter_otlp_endpoint:
             tracing.shutdown_tracing()
+
+
+def _provider_clients(settings: Settings) -> ProviderClients:
+    return ProviderClients(
+        {
+            "anthropic": ClientOptions(settings.anthropic.timeout_seconds, settings.anthropic.max_retries),
+            "openai": ClientOptions(settings.openai.timeout_seconds, settings.openai.max_retries),
+            "gemini": ClientOptions(settings.gemini.timeout_seconds, settings.gemini.max_retries),
+        }
+    )
+
+
+def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolver:
+    environment = {
+        "anthropic": EnvironmentKey(settings.anthropic.api_key, settings.anthropic.base_url),
+        "openai": EnvironmentKey(settings.openai.api_key, settings.openai.base_url),
+        "gemini": EnvironmentKey(settings.gemini.api_key, settings.gemini.base_url),
+    }
+    return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
 
 
 def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
@@ -196,10 +221,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        credentials_router,
         memory_router,
         schedules_router,
+        web_router,
+        adapters_router,
     ):
         app.include_router(router)
+    app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
     _publish_event_schemas(app)
     return app
 
@@ -212,6 +241,7 @@ def _publish_event_schemas(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = build()
             schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            _refer_config_documents(schema["components"]["schemas"])
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     stream = operation.get("responses", {}).get("200", {}).get("content", {}).get(SSE_MEDIA_TYPE)
@@ -221,3 +251,11 @@ def _publish_event_schemas(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _refer_config_documents(schemas: dict[str, Any]) -> None:
+    """Stored configs are documented as the `AgentConfig` schema itself, never as an anonymous object."""
+    for component in schemas.values():
+        for name, prop in component.get("properties", {}).items():
+            if isinstance(prop, dict) and prop.get(CONFIG_DOCUMENT_MARK):
+                component["properties"][name] = {"$ref": "#/components/schemas/AgentConfig"}

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from app.context.compaction import DEFAULT_KEEP_LAST, DEFAULT_TRIGGER_RATIO
+from app.credentials.schemas import CREDENTIAL_NAME
 from app.governance.policy import PolicyRule, ToolGlob
 from app.providers.context_windows import context_window, estimate_tokens
 
@@ -44,20 +54,26 @@ class ScriptStep(_Strict):
 
 
 class ModelConfig(_Strict):
-    provider: Literal["anthropic", "scripted"]
+    provider: Literal["anthropic", "openai", "gemini", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
     max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
+    credential: str | None = Field(
+        default=None,
+        pattern=CREDENTIAL_NAME,
+        description="A tenant credential (`/credentials/{name}`); without it, the one named after the provider.",
+    )
+    context_window: StrictInt | None = Field(
+        default=None, ge=1024, le=100_000_000, description="Tokens; overrides the built-in table of known models."
+    )
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
     chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
-    context_window: StrictInt | None = Field(default=None, ge=1, le=100_000_000)
-    """Tokens; overrides the built-in table of known windows (app/providers/context_windows.py)."""
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:
         if self.provider == "scripted" and not self.script:
             raise ValueError("the scripted provider needs a non-empty `script`")
-        if self.provider == "anthropic" and not self.name:
-            raise ValueError("the anthropic provider needs a model `name`")
+        if self.provider != "scripted" and not self.name:
+            raise ValueError(f"the {self.provider} provider needs a model `name`")
         return self
 
 
@@ -135,3 +151,12 @@ class AgentConfig(_Strict):
 
     def as_document(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
+
+
+CONFIG_DOCUMENT_MARK = "x-agent-config-document"
+ConfigDocument = Annotated[dict[str, Any], WithJsonSchema({"type": "object", CONFIG_DOCUMENT_MARK: True})]
+"""A stored configuration as JSON, documented as `AgentConfig` (it was validated by it when written).
+
+Read back as a plain document, so a version written under an older schema still reads. In OpenAPI
+it is the one `AgentConfig` schema (app.main swaps the mark for a `$ref`), so a generated client
+gets a typed model, not a second inline model named after the property."""

@@ -82,10 +82,18 @@ BY_EXTERNAL_ID = Query(
 
 
 async def create_pinned(
-    sql: Sql, *, tenant_id: str, owner_sub: str, agent_id: uuid.UUID, version: int | None, metadata: dict[str, Any]
+    sql: Sql,
+    *,
+    tenant_id: str,
+    owner_sub: str,
+    agent_id: uuid.UUID,
+    version: int | None,
+    metadata: dict[str, Any],
+    session_id: uuid.UUID | None = None,
 ) -> Mapping[str, Any] | None:
     """The new session, or None if the tenant has no open agent with that version."""
-    return await sql.fetchrow(CREATE_PINNED, _params(tenant_id, owner_sub, agent_id, version, metadata, None))
+    params = _params(tenant_id, owner_sub, agent_id, version, metadata, None, session_id)
+    return await sql.fetchrow(CREATE_PINNED, params)
 
 
 async def get_or_create_pinned(
@@ -96,7 +104,7 @@ async def get_or_create_pinned(
 
     (None, False) when there is none and the tenant has no open agent with that version.
     """
-    params = _params(tenant_id, owner_sub, agent_id, version, metadata, external_id)
+    params = _params(tenant_id, owner_sub, agent_id, version, metadata, external_id, None)
     created = await sql.fetchrow(CREATE_PINNED_UNLESS_KNOWN[sql.dialect], params)
     if created is not None:
         return created, True
@@ -106,9 +114,9 @@ async def get_or_create_pinned(
 
 def _params(
     tenant_id: str, owner_sub: str, agent_id: uuid.UUID, version: int | None, metadata: dict[str, Any],
-    external_id: str | None,
+    external_id: str | None, session_id: uuid.UUID | None,
 ) -> dict[str, Any]:  # fmt: skip
     return {
-        "id": uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
+        "id": session_id or uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
         "owner_sub": owner_sub, "metadata": metadata, "external_id": external_id, "now": utcnow(),
     }  # fmt: skip

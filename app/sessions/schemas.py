@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.agents.config import ConfigDocument
 from app.core.bounds import Version
 
 SessionStatus = Literal["open", "closed", "expired"]
@@ -36,7 +37,7 @@ class Session(BaseModel):
     owner: str = Field(validation_alias="owner_sub")
     status: SessionStatus
     external_id: str | None = None
-    snapshot: dict[str, Any]
+    snapshot: ConfigDocument
     metadata: dict[str, Any] = Field(validation_alias="meta")
     created_at: datetime
     last_active_at: datetime

@@ -22,16 +22,20 @@ from app.sessions.repository import MessageRepository, SessionRepository
 
 
 async def new_session(
-    container: Container, principal: Principal, data: schemas.SessionCreate
+    container: Container, principal: Principal, data: schemas.SessionCreate, *, session_id: uuid.UUID | None = None
 ) -> tuple[schemas.Session, bool]:
     """(the session, created?). One statement when the agent version can be pinned (two for a get by
-    `external_id`); otherwise the ORM path, for its precise error."""
+    `external_id`); otherwise the ORM path, for its precise error.
+
+    `session_id` names a new session (a protocol adapter derives it from its thread id); a session
+    with that id already existing fails on the primary key.
+    """
     fields: dict[str, Any] = {
         "tenant_id": principal.tenant_id, "owner_sub": principal.sub, "agent_id": data.agent_id,
         "version": data.agent_version, "metadata": data.metadata,
     }  # fmt: skip
     if data.external_id is None:
-        row, created = await create_pinned(container.sql, **fields), True
+        row, created = await create_pinned(container.sql, **fields, session_id=session_id), True
     else:
         row, created = await get_or_create_pinned(container.sql, **fields, external_id=data.external_id)
     if row is not None:

@@ -40,13 +40,13 @@ async def test_bad_compaction_settings_are_422_naming_the_field(
 
 
 async def test_a_window_smaller_than_the_system_prompt_is_422(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
-    config = scripted_config(model=_scripted_model(context_window=10), system_prompt="word " * 10)
+    config = scripted_config(model=_scripted_model(context_window=1024), system_prompt="word " * 1024)
     response = await client.post("/agents", json={"name": "tiny", "config": config}, headers=alice)
     assert response.status_code == 422, response.text
     problem = response.json()
-    assert "context window (10 tokens" in problem["errors"][0]["msg"]
-    assert "system prompt (about 10 tokens)" in problem["errors"][0]["msg"]
-    fits = scripted_config(model=_scripted_model(context_window=11), system_prompt="word " * 10)
+    assert "context window (1024 tokens" in problem["errors"][0]["msg"]
+    assert "system prompt (about 1024 tokens)" in problem["errors"][0]["msg"]
+    fits = scripted_config(model=_scripted_model(context_window=1025), system_prompt="word " * 1024)
     assert (await client.post("/agents", json={"name": "ok", "config": fits}, headers=alice)).status_code == 201
 
 
@@ -54,7 +54,7 @@ async def test_a_patch_to_a_too_small_window_is_422_and_keeps_the_current_versio
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
     created = (await client.post("/agents", json={"name": "a", "config": scripted_config()}, headers=alice)).json()
-    small = scripted_config(model=_scripted_model(context_window=3))
+    small = scripted_config(model=_scripted_model(context_window=1024), system_prompt="word " * 2000)
     patched = await client.patch(f"/agents/{created['id']}", json={"config": small}, headers=alice)
     assert patched.status_code == 422
     assert (await client.get(f"/agents/{created['id']}", headers=alice)).json()["version"] == 1

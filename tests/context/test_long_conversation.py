@@ -1,8 +1,8 @@
 """A long conversation past a small context window, end to end on the scripted provider.
 
-Many turns, each with a tool round, on an agent whose window is 400 tokens: every prompt stays under
-it, the stored summary covers exactly the messages the prompt no longer carries, and the model
-still gets the most recent messages verbatim.
+Many turns, each with tool rounds, on an agent whose window is 1,024 tokens (the smallest an agent
+may set): every prompt stays under it, the stored summary covers exactly the messages the prompt no
+longer carries, and the model still gets the most recent messages verbatim.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from app.providers.scripted import ScriptedProvider
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, read_turn
 
-WINDOW = 400
-TRIGGER = 200
+WINDOW = 1024
+TRIGGER = 512
 SYSTEM = "You are a research assistant."
 LOOKUP = {"text": "Let me look that up.",
           "tool_calls": [{"name": "echo", "arguments": {"text": " ".join(f"fact{i}" for i in range(30))}}]}
 ANSWER = {"text": "Here is what I found: " + " ".join(f"finding{i}" for i in range(20))}
 """The script is LOOKUP, LOOKUP, ANSWER: up to two tool rounds a turn. Summarisation calls take their
 script step in turn too, which shifts the cycle but always reaches an answer within three calls."""
-TURNS = 14
+TURNS = 24
 
 
 class Recording(ScriptedProvider):

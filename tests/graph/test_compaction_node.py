@@ -12,8 +12,8 @@ from app.providers.base import ChatMessage, ModelRequest, ProviderError, Provide
 from app.providers.scripted import ScriptedProvider
 from tests.graph.memory import MemoryJournal, node_runtime
 
-WINDOW = 1000
-TRIGGER = 200
+WINDOW = 1024
+TRIGGER = 204
 COMPACTION = {"strategy": "summarize", "trigger_ratio": 0.2, "keep_last_messages": 2}
 """A message of `conversation` is 16 tokens: eight exchanges (256) pass the trigger, six (192) do not."""
 
