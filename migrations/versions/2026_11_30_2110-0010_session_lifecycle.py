@@ -5,7 +5,7 @@ sessions by `last_active_at`) and the retention sweep (ended, unpurged sessions 
 proportional to their batch, and a unique index makes get-or-create by `external_id` race-free.
 
 Revision ID: 0010_session_lifecycle
-Revises: 0007_credentials
+Revises: 0008_webhooks
 Create Date: 2026-11-30 21:10:00
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0010_session_lifecycle"
-down_revision: str | None = "0007_credentials"
+down_revision: str | None = "0008_webhooks"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
