@@ -54,8 +54,9 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def claude_children() -> list[int]:
-    pids = []
+def claude_children() -> set[int]:
+    """Pids of the Claude Code processes this process started that are still alive."""
+    pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,7 +66,7 @@ def claude_children() -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         if ppid == os.getpid() and exe.endswith("/claude"):
-            pids.append(int(entry.name))
+            pids.add(int(entry.name))
     return pids
 
 
@@ -116,12 +117,12 @@ async def run(sessions: int, turns: int, tokens: int) -> None:
                 pool = app.state.container.claude_sdk.pool
                 starts, rss = [], []
                 for _ in range(sessions):
-                    before = set(claude_children())
+                    before = claude_children()
                     session_id = await session_of(client, headers, "claude_sdk")
                     await one_turn(client, headers, session_id)
                     lease = pool.get(uuid.UUID(session_id))
                     starts.append(lease.started_seconds)
-                    rss += [rss_kib(pid) for pid in set(claude_children()) - before]
+                    rss += [rss_kib(pid) for pid in claude_children() - before]
                 print(f"SDK session start-up: median {statistics.median(starts):.2f} s, max {max(starts):.2f} s "
                       f"({sessions} sessions)")  # fmt: skip
                 print(f"Claude Code RSS after one turn: median {statistics.median(rss) / 1024:.0f} MiB, "
