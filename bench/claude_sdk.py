@@ -30,7 +30,7 @@ from asgi_lifespan import LifespanManager
 
 from app.auth.verify import mint_user_token
 from app.main import create_app
-from app.settings import AnthropicSettings, AuthSettings, ClaudeSdkSettings, DbSettings, Settings
+from app.settings import AnthropicSettings, AuthSettings, ClaudeSdkSettings, DbSettings, ObservabilitySettings, Settings
 from bench.mock_anthropic import Behaviour, build_app
 
 SECRET = "bench-secret-of-sufficient-length-0123456789"
@@ -107,6 +107,7 @@ async def run(sessions: int, turns: int, tokens: int) -> None:
             auth=AuthSettings(jwt_secret=SECRET),
             anthropic=AnthropicSettings(api_key=KEY, base_url=base_url),
             claude_sdk=ClaudeSdkSettings(max_sessions=sessions + 2, idle_seconds=600),
+            observability=ObservabilitySettings(log_level="warning"),
         )
         app = create_app(settings)
         token = mint_user_token(SECRET, tenant_id="bench", sub="bench", roles=[], ttl_seconds=3600)
