@@ -66,6 +66,11 @@ class MessageDelta(EventBody):
 class MessageCompleted(EventBody):
     type: Literal["message.completed"] = "message.completed"
     text: str
+    stop_reason: str = Field(
+        default="end_turn",
+        description="Why the model stopped, the same on every provider: `end_turn`, `tool_use`, `max_tokens`, "
+        "`stop_sequence`, `refusal`.",
+    )
 
 
 class ToolCallRequested(EventBody):

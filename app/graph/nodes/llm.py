@@ -33,7 +33,7 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
             return failed(exc.code, exc.message)
         call.finished(response)
     journal = ctx.journal
-    journal.event(MessageCompleted(text=response.text))
+    journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
     journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens))
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
     journal.assistant_message(assistant, ModelUsage(model, response.input_tokens, response.output_tokens))
