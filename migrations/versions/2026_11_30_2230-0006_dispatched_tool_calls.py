@@ -1,7 +1,7 @@
 """tool ledger: a call is recorded as dispatched (result NULL) before it leaves, completed after
 
 Revision ID: 0006_dispatched_tool_calls
-Revises: 0007_credentials
+Revises: 0010_session_lifecycle
 Create Date: 2026-11-30 22:30:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006_dispatched_tool_calls"
-down_revision: str | None = "0007_credentials"
+down_revision: str | None = "0010_session_lifecycle"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
