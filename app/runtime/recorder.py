@@ -10,9 +10,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.context.compaction import StoredSummary
 from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime import summary_store
 from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store import (
@@ -69,6 +71,16 @@ class TurnRecorder:
             )
         )
 
+    def model_call(self, usage: ModelUsage) -> None:
+        self._stream.stage(USAGE, usage_row(self._ident, usage))
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return await summary_store.latest_summary(self._store.sql, self._ident.tenant_id, self._ident.session_id)
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self._stream.flush()
+        await summary_store.save_summary(self._store.sql, self._ident, summary, tokens=tokens)
+
     async def checkpoint(self) -> None:
         await self._stream.flush()
 
@@ -76,8 +88,10 @@ class TurnRecorder:
         return await self._store.ledger_get(self._ident.tenant_id, key)
 
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
-        """The call's request (the assistant message naming it) is stored before it leaves."""
+        """The call's request (the assistant message naming it) and a `dispatched` ledger row are
+        stored before it leaves."""
         await self._stream.flush()
+        await self._store.ledger_dispatch(self._ident, key=key, loop=loop, call=call)
 
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)
