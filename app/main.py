@@ -50,6 +50,7 @@ from app.runtime.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router
+from app.schedules.worker import ScheduleWorker
 from app.secrets.box import SecretBox
 from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
@@ -149,9 +150,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     deliveries.start()
     sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
     sweeper.start(settings.lifecycle.session_sweep_seconds)
+    schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
+    app.state.schedules = schedules
+    schedules.start()
     try:
         yield
     finally:
+        await schedules.stop()
         await sweeper.stop()
         await deliveries.close()
         await turns.shutdown()

@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
@@ -50,17 +50,13 @@ class DueSchedules:
         )
         return list((await self.session.execute(stmt)).scalars().all())
 
-    async def unstarted(self, before: datetime, *, limit: int) -> list[tuple[ScheduleFiring, Schedule]]:
-        """Firings claimed before `before` whose turn has not started (their replica died in between)."""
+    async def unstarted(self, now: datetime, *, limit: int) -> list[tuple[ScheduleFiring, Schedule]]:
+        """Firings whose turn has not started yet: just claimed, or left by a replica that died."""
         stmt = (
             select(ScheduleFiring, Schedule)
             .join(Schedule, Schedule.id == ScheduleFiring.schedule_id)
-            .where(ScheduleFiring.started.is_(False), ScheduleFiring.created_at < before)
+            .where(ScheduleFiring.started.is_(False), ScheduleFiring.scheduled_for <= now)
             .order_by(ScheduleFiring.created_at)
             .limit(limit)
         )
         return [(f, s) for f, s in (await self.session.execute(stmt)).all()]
-
-    async def mark(self, firing_id: uuid.UUID, *, error: str | None) -> None:
-        stmt = update(ScheduleFiring).where(ScheduleFiring.id == firing_id).values(started=True, error=error)
-        await self.session.execute(stmt)

@@ -48,26 +48,33 @@ class TurnService:
     def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
         return unit_of_work(self.container.session_factory)
 
-    async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, Followable]:
-        """Start a turn, or handle the session's active turn as `body.multitask_strategy` says."""
+    async def start(
+        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, turn_id: uuid.UUID | None = None
+    ) -> tuple[uuid.UUID, Followable]:
+        """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
+
+        `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
+        finds the turn instead of starting a second one)."""
         try:
-            run = await self._create(session_id, body)
+            run = await self._create(session_id, body, turn_id=turn_id)
         except INTEGRITY_ERRORS as exc:
             async with self._uow() as db:
                 active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
             if active is None or body.multitask_strategy == "reject":
                 raise _busy(active) from exc
             if body.multitask_strategy == "enqueue":
-                return await self._enqueue(session_id, body)
+                return await self._enqueue(session_id, body, turn_id)
             await self._displace(active, rollback=body.multitask_strategy == "rollback")
             try:
-                run = await self._create(session_id, body)
+                run = await self._create(session_id, body, turn_id=turn_id)
             except INTEGRITY_ERRORS as again:
                 raise Conflict("Another turn started in this session meanwhile; try again") from again
         return run.ident.turn_id, self.manager.launch(run)
 
-    async def _enqueue(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, Followable]:
-        run = await self._create(session_id, body, queued=True)
+    async def _enqueue(
+        self, session_id: uuid.UUID, body: schemas.TurnCreate, turn_id: uuid.UUID | None
+    ) -> tuple[uuid.UUID, Followable]:
+        run = await self._create(session_id, body, queued=True, turn_id=turn_id)
         ident = run.ident
         self.manager.start_when_idle(ident.tenant_id, ident.session_id, ident.turn_id)
         return ident.turn_id, StoredStream(self, ident.turn_id)
@@ -82,7 +89,9 @@ class TurnService:
             async with self._uow() as db:
                 await TurnRepository(db, self.principal.tenant_id).delete_messages(active.id)
 
-    async def _create(self, session_id: uuid.UUID, body: schemas.TurnCreate, *, queued: bool = False) -> TurnRun:
+    async def _create(
+        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, queued: bool = False, turn_id: uuid.UUID | None = None
+    ) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
         This is the hot path of every turn, so it runs as three single statements (app/core/sql.py)
@@ -101,7 +110,7 @@ class TurnService:
         asked = body.limits or schemas.TurnLimits()
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
+        ident = TurnIdentity(session["tenant_id"], session["id"], turn_id or uuid.uuid4(), session["agent_id"])
         now = utcnow()
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
