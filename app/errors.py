@@ -12,9 +12,10 @@ class AppError(Exception):
     title: str = "Internal Server Error"
     type_slug: str = "internal"
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.headers = headers or {}
         self.extra = extra
 
 
@@ -49,6 +50,29 @@ class InvalidInput(AppError):
 
     def __init__(self, detail: str, *, field: str) -> None:
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
+
+
+class RuleViolation(AppError):
+    """A request that is well-formed but breaks a rule of the tenant (422); `code` names the rule.
+
+    The problem carries `code` (snake_case, also the last segment of `type` in kebab-case).
+    """
+
+    status, title = 422, "Unprocessable Content"
+
+    def __init__(self, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail, code=code, **extra)
+        self.type_slug = code.replace("_", "-")
+
+
+class TooManyRequests(AppError):
+    """A tenant ceiling refuses the request for now (429 with `Retry-After` in whole seconds)."""
+
+    status, title = 429, "Too Many Requests"
+
+    def __init__(self, code: str, detail: str, *, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, retry_after))}, code=code, **extra)
+        self.type_slug = code.replace("_", "-")
 
 
 class ServiceUnavailable(AppError):

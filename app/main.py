@@ -37,6 +37,7 @@ from app.turns.events import event_schemas
 from app.turns.manager import Outbound, TurnManager
 from app.turns.notify import EventListener
 from app.turns.router import router as turns_router
+from app.usage.router import router as usage_router
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -156,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        usage_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -52,8 +52,12 @@ class ModelConfig(_Strict):
 
 
 class Limits(_Strict):
-    max_loops: int = Field(default=8, ge=1, le=100)
-    max_output_tokens: int = Field(default=20_000, ge=1, le=10_000_000)
+    """Per-turn limits; an unset one is the service default (8 loops, 20,000 output tokens, no total
+    cap), and the tenant's ceilings apply on top at run time (app/usage/limits.py)."""
+
+    max_loops: int | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: int | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
 class ContextConfig(_Strict):

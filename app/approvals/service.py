@@ -121,7 +121,13 @@ class ApprovalService:
         claimed = await db.execute(
             update(Turn)
             .where(Turn.id == turn.id, Turn.status == "interrupted")
-            .values(status="running", resumed_by=approval_id, runner_id=self.manager.runner_id, updated_at=utcnow())
+            .values(
+                status="running",
+                resumed_by=approval_id,
+                runner_id=self.manager.runner_id,
+                updated_at=utcnow(),
+                concurrency_slot=None,  # a resume is never refused for concurrency (app/usage/admission.py)
+            )
             .returning(Turn.id)
         )
         if claimed.first() is None:

@@ -7,8 +7,10 @@ from app.models.audit_record import AuditRecord
 from app.models.base import Base
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
+from app.models.quota_ledger import QuotaLedger
 from app.models.runner import Runner
 from app.models.session import Session
+from app.models.tenant_limits import TenantLimits
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
 from app.models.turn import ACTIVE_STATUSES, Turn
@@ -24,8 +26,10 @@ __all__ = [
     "Base",
     "Message",
     "PolicyDecision",
+    "QuotaLedger",
     "Runner",
     "Session",
+    "TenantLimits",
     "TenantPolicy",
     "ToolExecution",
     "Turn",

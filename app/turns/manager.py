@@ -140,6 +140,7 @@ class TurnManager:
                 agent_id=str(run.ident.agent_id),
                 session_id=str(run.ident.session_id),
                 turn_id=str(run.ident.turn_id),
+                user_sub=run.owner_sub,
             )
         context_token = gateway_token = None
         if credentials is not None and out.context_engine is not None:

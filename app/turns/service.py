@@ -27,6 +27,8 @@ from app.turns.repository import TurnRepository
 from app.turns.runner import TurnRun
 from app.turns.store import TurnIdentity, message_row
 from app.turns.stream import TurnStream
+from app.usage.admission import Admission, NoFreeSlot, too_many_turns
+from app.usage.limits import effective_limits
 
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20
@@ -66,28 +68,34 @@ class TurnService:
             raise NotFound(f"Session {session_id} not found")
         if session["status"] == "closed":
             raise Conflict(f"Session {session_id} is closed")
-        limits = session["snapshot"].get("limits", {})
-        asked = body.limits or schemas.TurnLimits()
-        max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
-        budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         now = utcnow()
+        admission = Admission.of(session)
+        admission.check_quota(now)
+        asked = body.limits.model_dump(exclude_none=True) if body.limits else {}
+        limits = effective_limits(admission.ceilings, session["snapshot"].get("limits", {}), asked)
+        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
-            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session["owner_sub"],
+            "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
+            "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "created_at": now, "updated_at": now,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+        ceiling = admission.ceilings.max_concurrent_turns
+        try:
+            history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
+        except NoFreeSlot:
+            raise too_many_turns(ceiling or 0) from None
         return TurnRun(
             ident=ident,
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
             input=body.input,
-            history=await self.manager.store.start_turn(turn, user_message),
-            max_loops=max_loops,
-            max_output_tokens=budget,
+            history=history,
+            max_loops=limits.max_loops,
+            max_output_tokens=limits.max_output_tokens,
         )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:

@@ -75,6 +75,7 @@ async def test_calls_reach_the_gateway_with_the_token_and_idempotency_key(
     assert set(claims) == TURN_CLAIMS
     assert claims["aud"] == "mcp-gateway"
     assert claims["sub"] == f"agent:{session['agent_id']}"
+    assert claims["act"] == {"sub": "alice"}
     assert (claims["tenant_id"], claims["agent_id"]) == (tenant, session["agent_id"])
     assert (claims["session_id"], claims["turn_id"]) == (session["id"], run.turn_id)
     assert 0 < claims["exp"] - claims["iat"] <= 300

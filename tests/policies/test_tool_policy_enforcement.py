@@ -1,5 +1,6 @@
 """The tool point, per call: blacklist before everything, deny as a result the model reads, tenant
-rules before agent rules, and MCP calls left to the gateway."""
+rules before agent rules. (MCP tools, judged the same way, are tested against a real gateway in
+tests/integrations.)"""
 
 from __future__ import annotations
 
@@ -121,30 +122,13 @@ MCP_CALL = {"tool_calls": [{"name": "github__create_issue", "arguments": {"title
 DENY_GITHUB = rule("no-github", "github__*", "deny")
 
 
-@pytest.mark.parametrize(
-    ("tools", "policy_checked"),
-    [(["builtin:echo", "mcp:github"], False), (["builtin:echo"], True)],
-    ids=["mcp-server-of-the-agent", "not-an-mcp-tool"],
-)
-async def test_mcp_calls_skip_the_per_tool_policy_check(
-    client: httpx.AsyncClient, alice: dict[str, str], tools: list[str], policy_checked: bool
+async def test_a_call_under_a_server_prefix_the_agent_does_not_name_is_policy_checked(
+    client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
-    agent = scripted_config(MCP_CALL, {"text": "ok"}, tools=tools, policies=[DENY_GITHUB])
+    agent = scripted_config(MCP_CALL, {"text": "ok"}, tools=["builtin:echo"], policies=[DENY_GITHUB])
     _, frames = await run_turn(client, alice, agent)
     call = completed(frames, "github__create_issue")
     assert call["is_error"] is True
-    checks = decisions_for(frames, call["tool_call_id"])
-    if policy_checked:
-        assert [d["rule_id"] for d in checks] == ["no-github"]
-        assert call["result"].startswith("denied by policy")
-    else:
-        assert checks == []
-        assert "not available" in call["result"]
+    assert [d["rule_id"] for d in decisions_for(frames, call["tool_call_id"])] == ["no-github"]
+    assert call["result"].startswith("denied by policy")
     assert ended(frames)["status"] == "completed"
-
-
-async def test_mcp_calls_still_meet_the_blacklist(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
-    agent = scripted_config(MCP_CALL, {"text": "ok"}, tools=["mcp:github"], tool_blacklist=["github__create_*"])
-    _, frames = await run_turn(client, alice, agent)
-    call = completed(frames, "github__create_issue")
-    assert [d["rule_id"] for d in decisions_for(frames, call["tool_call_id"])] == ["tool_blacklist"]
