@@ -6,9 +6,13 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
+# requirements.lock pins every distribution (with hashes) the service and its `otlp` extra need; it is
+# made by `make lock` from pyproject.toml. The project itself goes in without resolving anything again.
+COPY requirements.lock ./
+RUN pip install --require-hashes --no-deps -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN pip install .
+RUN pip install --no-deps . && pip check
 
 FROM python:3.11-slim
 ENV PATH=/opt/venv/bin:$PATH \

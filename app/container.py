@@ -14,7 +14,7 @@ from app.core.sql import Sql
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.turns.manager import TurnManager
+    from app.runtime.manager import TurnManager
 
 
 @dataclass

@@ -13,7 +13,6 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
-from app.auth.jwks_router import router as jwks_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
@@ -25,17 +24,18 @@ from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.core.sql import open_sql
 from app.core.sse import SSE_MEDIA_TYPE
-from app.graph.build import build_graph
+from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.jwks import router as jwks_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
+from app.runtime.events import event_schemas
+from app.runtime.manager import Outbound, TurnManager
+from app.runtime.notify import EventListener
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
-from app.turns.events import event_schemas
-from app.turns.manager import Outbound, TurnManager
-from app.turns.notify import EventListener
 from app.turns.router import router as turns_router
 from app.usage.router import router as usage_router
 
@@ -98,7 +98,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     container.turns = TurnManager(
         engine=engine,
         sql=sql,
-        graph=build_graph(),
+        runtime=LangGraphRuntime(),
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,

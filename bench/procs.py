@@ -27,11 +27,6 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def shared_bench_dir(root: Path | None = None) -> Path:
-    """The read-only yardsticks: `../shared/bench` next to the repository."""
-    return (root or repo_root()).parent / "shared" / "bench"
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))

@@ -5,8 +5,8 @@
     python -m bench.run --concurrency 1,10 --turns 40 --skip-idle
     python -m bench.run --scripted-only --url http://127.0.0.1:8000 --token T --n 50   # issue 3: one JSON line
 
-Starts `../shared/bench/mock_anthropic.py` (plain, `--tool-mode`, `--delay-ms 20`), the floor
-(`../shared/bench/floor_server.py`) and `agent-runtime serve` (one uvicorn process, a fresh PostgreSQL
+Starts the mock Anthropic server (`bench/mock_anthropic.py`: plain, `--tool-mode`, `--delay-ms 20`), the
+floor (`bench/floor_server.py`) and `agent-runtime serve` (one uvicorn process, a fresh PostgreSQL
 database migrated here and dropped at the end), drives each with N concurrent clients and prints one
 table plus the issue-6 targets. Results also go to `bench/results/latest.json`.
 """
@@ -46,7 +46,7 @@ from bench.agents import (
 )
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_connections
 from bench.load import ArTarget, FloorTarget, LoadResult, run_load
-from bench.procs import Proc, ProcSet, free_port, repo_root, shared_bench_dir
+from bench.procs import Proc, ProcSet, free_port, repo_root
 from bench.report import Row, add_ratios, make_row, table, targets, targets_text
 from bench.scripted import scripted_only
 
@@ -235,13 +235,13 @@ class Phase:
 async def start_phase(
     phase: Phase, procs: ProcSet, db_url: str, work: Path, pool: dict[str, str] | None = None
 ) -> None:
-    shared = shared_bench_dir()
     mock_port, floor_port, ar_port = free_port(), free_port(), free_port()
     phase.mock = procs.start(
         f"mock-{phase.name}",
         [
             _python(),
-            str(shared / "mock_anthropic.py"),
+            "-m",
+            "bench.mock_anthropic",
             "--port",
             str(mock_port),
             "--tokens",
@@ -253,7 +253,7 @@ async def start_phase(
     await asyncio.to_thread(phase.mock.wait_healthy, "/health", timeout=30)
     phase.floor = procs.start(
         f"floor-{phase.name}",
-        [_python(), str(shared / "floor_server.py"), "--port", str(floor_port), "--mock", phase.mock.url],
+        [_python(), "-m", "bench.floor_server", "--port", str(floor_port), "--mock", phase.mock.url],
         port=floor_port,
     )
     data_dir = work / f"data-{phase.name}"
@@ -405,10 +405,6 @@ def phases_for(plan: Plan) -> list[Phase]:
 
 
 def _check_environment() -> None:
-    shared = shared_bench_dir()
-    for name in ("mock_anthropic.py", "floor_server.py"):
-        if not (shared / name).is_file():
-            raise SystemExit(f"bench: {shared / name} not found (the yardsticks live in ../shared/bench)")
     if not Path("/proc/self/stat").exists():
         raise SystemExit("bench: needs Linux /proc to measure CPU")
 

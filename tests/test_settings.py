@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic_settings import BaseSettings
 
 from app.settings import Settings
 
@@ -31,3 +32,21 @@ def test_without_a_database_url_the_embedded_sqlite_file_is_used(monkeypatch: py
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("DATA_DIR", "/srv/data")
     assert Settings().database_url == "sqlite+aiosqlite:////srv/data/agent-runtime.db"
+
+
+def _env_names(model: type[BaseSettings], prefix: str = "") -> list[str]:
+    names = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseSettings):
+            names += _env_names(annotation, str(annotation.model_config.get("env_prefix", "")))
+        else:
+            names.append(f"{prefix}{name}".upper())
+    return names
+
+
+def test_the_readme_configuration_table_names_every_setting() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme[readme.index("| variable | default | meaning |") :]
+    missing = [name for name in _env_names(Settings) if f"`{name}`" not in table]
+    assert missing == []

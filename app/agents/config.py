@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.governance.policy import PolicyRule
+from app.governance.policy import PolicyRule, ToolGlob
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
 _TOOL_REF = re.compile(
@@ -69,7 +69,7 @@ class AgentConfig(_Strict):
     model: ModelConfig
     system_prompt: str = Field(default="", max_length=200_000)
     tools: list[str] = Field(default_factory=list, max_length=100)
-    tool_blacklist: list[str] = Field(default_factory=list, max_length=200)
+    tool_blacklist: list[ToolGlob] = Field(default_factory=list, max_length=200)
     policies: list[PolicyRule] = Field(default_factory=list, max_length=500)
     limits: Limits = Field(default_factory=Limits)
     context: ContextConfig = Field(default_factory=ContextConfig)

@@ -12,7 +12,7 @@ from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
-from app.turns.router import TURN_RESPONSES, wants_json
+from app.turns.responses import TURN_RESPONSES, wants_json
 from app.turns.service import TurnService
 
 router = APIRouter(tags=["approvals"], responses=problem_responses(401, 404, 422))

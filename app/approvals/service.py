@@ -15,13 +15,12 @@ from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.errors import Conflict, NotFound
-from app.graph.state import HumanDecision
 from app.models import Approval, Session, Turn
 from app.models.base import utcnow
-from app.turns.manager import TurnManager
-from app.turns.resume import resume_run
-from app.turns.runner import TurnRun
-from app.turns.stream import TurnStream
+from app.runtime.journal import HumanDecision, TurnRun
+from app.runtime.manager import TurnManager
+from app.runtime.resume import resume_run
+from app.runtime.stream import TurnStream
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import bindparam, select
@@ -41,8 +42,8 @@ async def load_tenant_rules(sql: Sql, tenant_id: str) -> tuple[PolicyRule, ...]:
 async def judge_input(policy: PolicySet, input_text: str) -> Decision:
     """`decide_pre_llm`, with user-written regular expressions evaluated off the event loop.
 
-    The regex engine itself stops a runaway pattern (a timeout, hence an engine-error deny), so the
-    worker thread is always given back.
+    RE2 searches in time linear in the input and within a fixed memory budget per pattern, so the
+    worker thread is always given back; a long input still costs milliseconds the loop should not.
     """
     rules = (*policy.tenant_rules, *policy.agent_rules)
     if not any(rule.point == "pre_llm" and rule.input_regex for rule in rules):
@@ -56,15 +57,22 @@ class Governance:
     ) -> None:
         self._sql = sql
         self._tenant_id = tenant_id
-        self._agent_rules = parse_rules(agent_rules)
+        self._raw_agent_rules = agent_rules
         self._blacklist = tuple(tool_blacklist)
+
+    @cached_property
+    def _agent_rules(self) -> tuple[PolicyRule, ...]:
+        """Parsed on first use, so rules stored before a validation change (a pattern RE2 refuses)
+        fail the decision closed instead of the turn's set-up."""
+        return parse_rules(self._raw_agent_rules)
 
     async def current(self, point: Point) -> PolicySet | Decision:
         """The policy set in force now, or the deny that stands in for it when it cannot be read."""
         try:
             tenant = await load_tenant_rules(self._sql, self._tenant_id)
+            agent = self._agent_rules
         except Exception as exc:
             log.warning("policy set unavailable (%s): deny", type(exc).__name__)
             reason = f"policy engine error: {type(exc).__name__}"
             return Decision(point, "deny", ENGINE_ERROR_RULE_ID, reason, HASH_UNAVAILABLE)
-        return PolicySet(tenant_rules=tenant, agent_rules=self._agent_rules, tool_blacklist=self._blacklist)
+        return PolicySet(tenant_rules=tenant, agent_rules=agent, tool_blacklist=self._blacklist)

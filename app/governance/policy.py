@@ -16,11 +16,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from itertools import chain
 from typing import Annotated, Any, Literal, Self
 
-import regex
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -34,6 +33,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.governance.canonical import canonical_json, sha256_hex
+from app.governance.patterns import PatternError, check_pattern, pattern_found
 
 Point = Literal["pre_llm", "tool"]
 Verdict = Literal["allow", "deny", "requires_approval"]
@@ -42,6 +42,7 @@ BLACKLIST_RULE_ID = "tool_blacklist"
 ENGINE_ERROR_RULE_ID = "engine_error"
 HASH_UNAVAILABLE = "unavailable"
 MAX_REGEX_LENGTH = 1000
+MAX_GLOB_LENGTH = 256
 
 _TOOL_FIELDS = frozenset({"tool", "args"})
 
@@ -55,7 +56,7 @@ class PolicyRule(BaseModel):
     point: Point
     verdict: Verdict
     reason: str | None = None
-    tool: str | None = Field(default=None, min_length=1, validate_default=True)
+    tool: str | None = Field(default=None, min_length=1, max_length=MAX_GLOB_LENGTH, validate_default=True)
     args: dict[str, Any] | None = None
     input_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
     max_input_chars: int | None = Field(default=None, ge=1)
@@ -87,10 +88,10 @@ class PolicyRule(BaseModel):
         if value is None:
             return value
         try:
-            regex.compile(value)
-        except (regex.error, OverflowError, RecursionError) as exc:
+            check_pattern(value)
+        except PatternError as exc:
             raise PydanticCustomError(
-                "policy_regex",
+                "invalid_pattern",
                 "input_regex is not a valid regular expression: {error}",
                 {"error": str(exc)},
             ) from exc
@@ -114,6 +115,9 @@ def _ids_unique(rules: list[PolicyRule]) -> list[PolicyRule]:
         seen.add(rule.id)
     return rules
 
+
+ToolGlob = Annotated[str, Field(min_length=1, max_length=MAX_GLOB_LENGTH)]
+"""A tool-name glob (``fnmatch``), as in a rule's ``tool`` and an agent's ``tool_blacklist``."""
 
 PolicyRuleList = Annotated[list[PolicyRule], AfterValidator(_ids_unique)]
 """A list of rules whose ids are unique; use it as the field type wherever rules are accepted."""
@@ -215,21 +219,12 @@ def _rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
     return (rule for rule in chain(policy.tenant_rules, policy.agent_rules) if rule.point == point)
 
 
-REGEX_TIMEOUT_SECONDS = 1.0
-"""A user-written `input_regex` that backtracks longer than this raises TimeoutError: an engine error."""
-
-
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> regex.Pattern[str]:
-    return regex.compile(pattern)
-
-
 def _matches_input(rule: PolicyRule, input_text: str) -> bool:
     if rule.max_input_chars is not None and len(input_text) <= rule.max_input_chars:
         return False
     if rule.input_regex is None:
         return True
-    return _compiled(rule.input_regex).search(input_text, timeout=REGEX_TIMEOUT_SECONDS) is not None
+    return pattern_found(rule.input_regex, input_text)
 
 
 def _blacklist_match(blacklist: tuple[str, ...], tool_name: str) -> str | None:

@@ -9,27 +9,34 @@ from typing import Any
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
+from app.runtime.journal import TurnIdentity, TurnJournal, TurnRun, TurnServices
 from app.tools.toolbox import ToolBox
-from app.turns.store import TurnIdentity, TurnStore
-from app.turns.stream import TurnStream
-
-Emit = Callable[[str, dict[str, Any]], int]
 
 
 @dataclass(slots=True)
 class TurnContext:
     ident: TurnIdentity
     snapshot: dict[str, Any]
-    emit: Emit
-    journal: TurnStream
-    """The turn's batched writer: events, messages, usage and receipts, stored together."""
-    store: TurnStore
+    journal: TurnJournal
+    """Where the nodes record everything: events, messages, receipts, the ledger, approvals."""
     provider: Provider
     tools: ToolBox
     governance: Governance
-    owner_sub: str
     context_engine: ContextEngineClient | None = None
     context_token: Callable[[], str] | None = None
+
+    @classmethod
+    def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
+        return cls(
+            ident=run.ident,
+            snapshot=run.snapshot,
+            journal=journal,
+            provider=services.provider,
+            tools=services.tools,
+            governance=services.governance,
+            context_engine=services.context_engine,
+            context_token=services.context_token,
+        )
 
     @property
     def model(self) -> dict[str, Any]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime.events import EndStatus
+from app.runtime.journal import HumanDecision
 from app.tools.base import ToolResult
 
-
-class HumanDecision(TypedDict):
-    approval_id: str
-    decision: str
-    reason: str | None
-    arguments: dict[str, Any] | None
-
+__all__ = ["HumanDecision", "TurnState"]
 
 class TurnState(TypedDict, total=False):
     input: str
@@ -35,6 +31,6 @@ class TurnState(TypedDict, total=False):
     model_calls: int
     input_tokens: int
     output_tokens: int
-    status: str | None
+    status: EndStatus | None
     error: dict[str, str] | None
     final_output: str | None

@@ -10,7 +10,6 @@ from app.core.problems import problem_responses
 from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.sessions import schemas
 from app.sessions.service import SessionService, new_session
-from app.turns.router import TurnServiceDep
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
 
@@ -55,16 +54,6 @@ async def list_sessions(
 )
 async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Session:
     return schemas.Session.model_validate(await service.get(session_id))
-
-
-@router.delete(
-    "/{session_id}", operation_id="closeSession", status_code=status.HTTP_204_NO_CONTENT,
-    responses=problem_responses(404),
-)
-async def close_session(session_id: uuid.UUID, turns: TurnServiceDep) -> Response:
-    """Close the session: it takes no new turns, and a turn still active in it is cancelled."""
-    await turns.close_session(session_id)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get(

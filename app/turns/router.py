@@ -3,36 +3,20 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, status
 from fastapi.responses import Response
 
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
-from app.deps import ContainerDep, CurrentPrincipal
+from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
-from app.turns.events import SSE_RESPONSE
-from app.turns.service import TurnService
+from app.turns.responses import TURN_RESPONSES, TurnServiceDep, wants_json
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
 
 
-async def get_service(container: ContainerDep, principal: CurrentPrincipal) -> TurnService:
-    return TurnService(container, principal)
-
-
-Service = Annotated[TurnService, Depends(get_service)]
-TurnServiceDep = Service
-TURN_RESPONSES = {**SSE_RESPONSE, 200: {**SSE_RESPONSE[200]}}
-TURN_RESPONSES[200]["content"] = {
-    **SSE_RESPONSE[200]["content"],
-    "application/json": {"schema": {"$ref": "#/components/schemas/Turn"}},
-}
-
-
-def wants_json(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "application/json" in accept and "text/event-stream" not in accept
+Service = TurnServiceDep
 
 
 @router.post(
@@ -93,3 +77,16 @@ async def turn_events(
 )
 async def cancel_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
     return await service.cancel(turn_id)
+
+
+@router.delete(
+    "/sessions/{session_id}",
+    operation_id="closeSession",
+    status_code=status.HTTP_204_NO_CONTENT,
+    tags=["sessions"],
+    responses=problem_responses(404),
+)
+async def close_session(session_id: uuid.UUID, service: Service) -> Response:
+    """Close the session: it takes no new turns, and a turn still active in it is cancelled."""
+    await service.close_session(session_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

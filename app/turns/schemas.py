@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+from app.runtime.events import ErrorInfo, TurnStatus, Usage
+
+__all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
 
 
 class TurnLimits(BaseModel):
@@ -20,16 +22,6 @@ class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: str = Field(min_length=1, max_length=200_000)
     limits: TurnLimits | None = None
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class ErrorInfo(BaseModel):
-    code: str
-    message: str
 
 
 class Turn(BaseModel):

@@ -20,13 +20,13 @@ from app.errors import Conflict, NotFound
 from app.models import ACTIVE_STATUSES, Approval, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.journal import TurnIdentity, TurnRun
+from app.runtime.manager import TurnManager
+from app.runtime.store import message_row
+from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService
 from app.turns import schemas
-from app.turns.manager import TurnManager
 from app.turns.repository import TurnRepository
-from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity, message_row
-from app.turns.stream import TurnStream
 from app.usage.admission import Admission, NoFreeSlot, too_many_turns
 from app.usage.limits import effective_limits
 
@@ -129,7 +129,7 @@ class TurnService:
         if not await self.manager.cancel(turn_id):
             remote = current.status == "running" and await self._cancelled_elsewhere(turn_id)
             if not remote:
-                await self.manager.end_orphan(turn_id, status="cancelled", error=None)
+                await self.manager.end_orphan(self.principal.tenant_id, turn_id, status="cancelled", error=None)
         async with self._uow() as db:
             await expire_pending_approvals(db, turn_id)
         return await self.get(turn_id)
@@ -137,7 +137,7 @@ class TurnService:
     async def _cancelled_elsewhere(self, turn_id: uuid.UUID) -> bool:
         """A running turn this process does not run belongs to another replica, or to a dead one."""
         with contextlib.suppress(TimeoutError):
-            return await self.manager.cancel_elsewhere(turn_id)
+            return await self.manager.cancel_elsewhere(self.principal.tenant_id, turn_id)
         return False
 
     async def close_session(self, session_id: uuid.UUID) -> None:

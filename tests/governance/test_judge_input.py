@@ -1,30 +1,20 @@
-"""Pre-LLM regexes are user-written: they run off the event loop, and a runaway one is a deny."""
+"""Pre-LLM regexes are user-written: RE2 judges them in linear time, and what it cannot run is a deny."""
 
 from __future__ import annotations
 
-import asyncio
-
 from app.governance.gate import judge_input
-from app.governance.policy import PolicySet, parse_rules
+from app.governance.policy import PolicyRule, PolicySet, parse_rules
 
-RUNAWAY = parse_rules([{"id": "evil", "point": "pre_llm", "input_regex": "((a+)+b)+c", "verdict": "allow"}])
+# Exponential for a backtracking engine on "aaa…a" (Python's `re` and `regex` never finish it).
+BACKTRACKER = parse_rules([{"id": "evil", "point": "pre_llm", "input_regex": "((a+)+b)+c", "verdict": "deny"}])
 
 
-async def test_a_runaway_regex_is_an_engine_error_deny_and_the_loop_keeps_running() -> None:
-    ticks = 0
+async def test_a_pattern_that_backtracks_exponentially_elsewhere_is_judged_exactly() -> None:
+    miss = await judge_input(PolicySet(agent_rules=BACKTRACKER), "a" * 100_000)
+    hit = await judge_input(PolicySet(agent_rules=BACKTRACKER), "a" * 100_000 + "bc")
 
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    decision = await judge_input(PolicySet(agent_rules=RUNAWAY), "a" * 3000)
-    task.cancel()
-    assert decision.verdict == "deny"
-    assert decision.rule_id == "engine_error"
-    assert ticks > 5, "the event loop was blocked while the regex ran"
+    assert (miss.verdict, miss.rule_id) == ("allow", None)
+    assert (hit.verdict, hit.rule_id) == ("deny", "evil")
 
 
 async def test_a_matching_regex_decides_as_usual() -> None:
@@ -32,3 +22,19 @@ async def test_a_matching_regex_decides_as_usual() -> None:
     decision = await judge_input(PolicySet(agent_rules=rules), "my PASSWORD is x")
     assert decision.verdict == "deny"
     assert decision.rule_id == "pw"
+
+
+async def test_a_stored_pattern_re2_refuses_is_an_engine_error_deny() -> None:
+    # A rule stored before RE2 (a lookahead Python accepted): never matched by guesswork, always a deny.
+    legacy = PolicyRule.model_construct(id="old", point="pre_llm", verdict="allow", input_regex="(?=x)")
+    decision = await judge_input(PolicySet(agent_rules=(legacy,)), "hello")
+
+    assert (decision.verdict, decision.rule_id) == ("deny", "engine_error")
+    assert decision.reason == "policy engine error: app.governance.patterns.PatternError"
+
+
+async def test_input_re2_cannot_encode_is_an_engine_error_deny() -> None:
+    rules = parse_rules([{"id": "pw", "point": "pre_llm", "input_regex": "password", "verdict": "allow"}])
+    decision = await judge_input(PolicySet(agent_rules=rules), "lone \ud800 surrogate")
+
+    assert (decision.verdict, decision.rule_id) == ("deny", "engine_error")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.models import Session
 from tests.approvals.helpers import (
     A,
     B,
@@ -18,9 +21,11 @@ from tests.approvals.helpers import (
     events,
     gated_config,
     ledger,
+    open_session,
     put_raw_tenant_policies,
     receipts,
     run_turn,
+    start_turn,
     turn_id,
     usage_rows,
 )
@@ -75,3 +80,33 @@ async def test_unreadable_tenant_policies_fail_the_turn_before_the_model(
     assert await usage_rows(sql, turn_id(frames)) == 0
     messages = (await client.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
     assert [m["role"] for m in messages] == ["user"]
+
+
+LEGACY_PATTERN = {"id": "old", "point": "pre_llm", "verdict": "allow", "input_regex": "(?=x)"}
+"""A rule written before patterns ran on RE2 (a lookahead), which RE2 refuses."""
+
+
+async def test_an_agent_rule_stored_before_re2_denies_the_turn_instead_of_crashing(
+    client: httpx.AsyncClient, sql: AsyncEngine, alice: dict[str, str]
+) -> None:
+    session = await open_session(client, alice, scripted_config({"text": "never said"}))
+    async with sql.begin() as conn:
+        await conn.execute(
+            update(Session)
+            .where(Session.id == uuid.UUID(session["id"]))
+            .values(snapshot={**session["snapshot"], "policies": [LEGACY_PATTERN]})
+        )
+    frames = await start_turn(client, alice, session)
+    assert ended(frames)["status"] == "failed"
+    assert ended(frames)["error"]["code"] == "policy_denied"
+    decision = events(frames, "policy.decision")
+    assert [(d["point"], d["verdict"], d["rule_id"]) for d in decision] == [("pre_llm", "deny", "engine_error")]
+
+
+async def test_a_tenant_rule_stored_before_re2_denies_the_turn(
+    client: httpx.AsyncClient, sql: AsyncEngine, tenant: str, alice: dict[str, str]
+) -> None:
+    await put_raw_tenant_policies(sql, tenant, [LEGACY_PATTERN])
+    _, frames = await run_turn(client, alice, scripted_config({"text": "never said"}))
+    assert ended(frames)["error"]["code"] == "policy_denied"
+    assert [d["rule_id"] for d in events(frames, "policy.decision")] == ["engine_error"]

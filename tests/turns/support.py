@@ -6,7 +6,9 @@ import asyncio
 from typing import Any
 
 import httpx
+from pydantic import ConfigDict
 
+from app.runtime.events import EventBody
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
 
@@ -14,6 +16,16 @@ POLL_TIMEOUT_SECONDS = 10.0
 LONG_TEXT = " ".join(f"word{i}" for i in range(2000))
 """With chunk_delay_ms 30 this streams for about a minute: a turn the test must stop or outwait."""
 FINAL_STATUSES = {"completed", "loop_limit", "budget_exceeded", "cancelled", "failed"}
+
+
+class RawEvent(EventBody):
+    """An event of any type and fields, for tests of the event log itself."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def raw_event(event_type: str, data: dict[str, Any]) -> EventBody:
+    return RawEvent(type=event_type, **data)
 
 
 async def scripted_session(

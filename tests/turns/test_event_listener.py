@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from app.models.base import utcnow
-from app.turns.notify import EventListener
-from app.turns.stream import EVENTS, BatchFlusher, TurnWriter
+from app.runtime.notify import EventListener
+from app.runtime.stream import EVENTS, BatchFlusher, TurnWriter
 from tests.factories import create_agent, create_session
 from tests.sse import read_turn
 

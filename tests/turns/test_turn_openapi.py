@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.runtime.events import TURN_EVENT_ADAPTER
 from app.settings import Settings
-from app.turns.events import TURN_EVENT_ADAPTER
 from tests.sse import read_turn
 from tests.turns.support import scripted_session
 
@@ -89,7 +89,9 @@ async def test_every_streamed_event_validates_against_the_published_union(
     for frame in frames:
         event = TURN_EVENT_ADAPTER.validate_python(frame.data)
         assert event.type == frame.event
-        assert event.seq == frame.id
+        assert frame.data["seq"] == frame.id
+        assert frame.data["turn_id"] == frames[0].data["turn_id"]
+        assert list(frame.data) == ["turn_id", "seq", *type(event).model_fields], "the envelope, then the model"
     assert {f.event for f in frames} >= {
         "turn.started", "node.started", "node.ended", "message.delta", "message.completed", "usage",
         "tool_call.requested", "policy.decision", "tool_call.completed", "turn.ended",

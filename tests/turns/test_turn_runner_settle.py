@@ -7,20 +7,21 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.turns.runner import TurnRun, execute
-from app.turns.store import TurnIdentity
+from app.runtime.events import EventBody
+from app.runtime.journal import Progress, TurnIdentity, TurnRun
+from app.runtime.runner import execute
 
 
-class EndlessGraph:
-    """A graph whose run only ends by cancellation, like a model stream that never finishes."""
+class EndlessRuntime:
+    """A runtime whose run only ends by cancellation, like a model stream that never finishes."""
 
     def __init__(self) -> None:
         self.started = asyncio.Event()
 
-    async def astream(self, state: Any, **_: Any) -> AsyncIterator[Any]:
+    async def run(self, run: TurnRun, services: Any, journal: Any) -> AsyncIterator[Progress]:
         self.started.set()
         await asyncio.Event().wait()
-        yield state
+        yield Progress()
 
 
 class GatedStream:
@@ -34,14 +35,14 @@ class GatedStream:
         self.gate = asyncio.Event()
         self.ended = False
 
-    def emit(self, event_type: str, data: dict[str, Any]) -> int:
-        self.events.append((event_type, data))
+    def emit(self, event: EventBody) -> int:
+        self.events.append((event.type, event.model_dump()))
         return len(self.events)
 
-    async def end(self, event_type: str, data: dict[str, Any], settle: Any) -> bool:
+    async def end(self, event: EventBody, settle: Any) -> bool:
         self.ending.set()
         await self.gate.wait()
-        self.events.append((event_type, data))
+        self.events.append((event.type, event.model_dump()))
         self.ended = True
         return True
 
@@ -55,8 +56,8 @@ def _run() -> TurnRun:
 
 
 async def test_a_second_cancel_while_settling_does_not_cut_the_settlement_short() -> None:
-    graph, stream = EndlessGraph(), GatedStream()
-    task = asyncio.create_task(execute(graph, _run(), None, stream, None))  # type: ignore[arg-type]
+    graph, stream = EndlessRuntime(), GatedStream()
+    task = asyncio.create_task(execute(graph, _run(), None, None, stream, None))  # type: ignore[arg-type]
     await asyncio.wait_for(graph.started.wait(), 10)
     task.cancel()
     await asyncio.wait_for(stream.ending.wait(), 10)
@@ -71,8 +72,8 @@ async def test_a_second_cancel_while_settling_does_not_cut_the_settlement_short(
 
 
 async def test_a_shutdown_while_settling_keeps_the_decided_outcome() -> None:
-    graph, stream = EndlessGraph(), GatedStream()
-    task = asyncio.create_task(execute(graph, _run(), None, stream, None))  # type: ignore[arg-type]
+    graph, stream = EndlessRuntime(), GatedStream()
+    task = asyncio.create_task(execute(graph, _run(), None, None, stream, None))  # type: ignore[arg-type]
     await asyncio.wait_for(graph.started.wait(), 10)
     task.cancel()
     await asyncio.wait_for(stream.ending.wait(), 10)

@@ -22,19 +22,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.models import Agent, Runner, Session
 from app.providers.base import ChatMessage, ToolCall
-from app.turns.batch import StagedRow
-from app.turns.store import (
+from app.runtime.batch import StagedRow
+from app.runtime.journal import ModelUsage, TurnIdentity
+from app.runtime.store import (
     DECISIONS,
     MESSAGES,
     TURNS,
     USAGE,
-    TurnIdentity,
-    decision_row,
     message_row,
     settle_turn,
     usage_row,
 )
-from app.turns.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
+from tests.turns.support import raw_event
 
 AGENTS: Table = Agent.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
@@ -127,6 +127,12 @@ def stream_for(ident: TurnIdentity, writer: TurnWriter, last_seq: int = 0) -> Tu
     return TurnStream(turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=last_seq, writer=writer)
 
 
+def receipt_row(ident: TurnIdentity, **fields: Any) -> dict[str, Any]:
+    """A receipt with only the given columns (the writer groups rows by their column sets)."""
+    return {"id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+            "turn_id": ident.turn_id, "created_at": now(), **fields}  # fmt: skip
+
+
 def event_row(ident: TurnIdentity, seq: int, event_type: str = "custom") -> dict[str, Any]:
     data = orjson.dumps({"turn_id": str(ident.turn_id), "seq": seq, "type": event_type}).decode()
     return {"turn_id": ident.turn_id, "seq": seq, "tenant_id": ident.tenant_id, "type": event_type, "data": data,
@@ -197,19 +203,19 @@ async def test_a_flush_of_mixed_rows_stores_each_row_once_with_its_values(
         message_row(ident, tool_result(CALL_B, "NULL", is_error=True)),
         message_row(ident, ChatMessage(role="assistant", content="the answer is 42")),
     ]
-    usage = usage_row(ident, model="scripted-1", input_tokens=11, output_tokens=7)
-    decision = decision_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="allow",
+    usage = usage_row(ident, ModelUsage("scripted-1", 11, 7))
+    decision = receipt_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="allow",
                             rule_id="r-1", reason=TRICKY_TEXT, policy_hash=POLICY_HASH)  # fmt: skip
 
-    stream.emit("turn.started", {"input": "go"})
-    stream.emit("node.started", {"node": "llm"})
+    stream.emit(raw_event("turn.started", {"input": "go"}))
+    stream.emit(raw_event("node.started", {"node": "llm"}))
     stream.stage(MESSAGES, messages[0])
     stream.stage(USAGE, usage)
-    stream.emit("tool_call.started", {"id": CALL_A.id, "text": TRICKY_TEXT})
+    stream.emit(raw_event("tool_call.started", {"id": CALL_A.id, "text": TRICKY_TEXT}))
     stream.stage(DECISIONS, decision)
     stream.stage(MESSAGES, messages[1])
     stream.stage(MESSAGES, messages[2])
-    stream.emit("message.delta", {"text": "the answer"})
+    stream.emit(raw_event("message.delta", {"text": "the answer"}))
     stream.stage(MESSAGES, messages[3])
     assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
                                                    "policy_decisions": 0}  # fmt: skip
@@ -264,7 +270,7 @@ async def test_message_ids_keep_staged_order_across_writes(
     contents = [f"m{i}" for i in range(7)]
     for i, content in enumerate(contents[:4]):
         stream.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant" if i % 2 else "tool", content=content)))
-        stream.emit("message.completed", {"text": content})
+        stream.emit(raw_event("message.completed", {"text": content}))
     await stream.flush()
     for content in contents[4:]:
         stream.stage(MESSAGES, message_row(ident, ChatMessage(role="assistant", content=content)))
@@ -301,7 +307,7 @@ async def test_the_background_flush_writes_staged_rows_without_an_explicit_flush
     stream = stream_for(ident, writer)
     try:
         for i in range(3):
-            stream.emit("message.delta", {"text": f"t{i}"})
+            stream.emit(raw_event("message.delta", {"text": f"t{i}"}))
         async with asyncio.timeout(10):
             while await count(engine, EVENTS, ident.turn_id) < 3:
                 await asyncio.sleep(0.02)
@@ -329,12 +335,12 @@ async def test_end_settles_a_running_turn_and_stores_the_closing_event_with_the_
     final_output: str | None,
 ) -> None:
     stream = stream_for(ident, writer, last_seq=5)  # a resumed turn continues its sequence
-    stream.emit("node.started", {"node": "llm"})
+    stream.emit(raw_event("node.started", {"node": "llm"}))
     message = message_row(ident, ChatMessage(role="assistant", content="the answer is 42"))
     stream.stage(MESSAGES, message)
-    usage = usage_row(ident, model="scripted-1", input_tokens=3, output_tokens=4)
+    usage = usage_row(ident, ModelUsage("scripted-1", 3, 4))
     stream.stage(USAGE, usage)
-    stream.emit("usage", {"input_tokens": 3, "output_tokens": 4})
+    stream.emit(raw_event("usage", {"input_tokens": 3, "output_tokens": 4}))
     ended_at = now()
     values = {"status": status, "final_output": final_output, "error": error, "input_tokens": 3,
               "output_tokens": 4, "loop_count": 1, "last_seq": stream.last_seq + 1, "ended_at": ended_at}  # fmt: skip
@@ -342,7 +348,7 @@ async def test_end_settles_a_running_turn_and_stores_the_closing_event_with_the_
     assert await counts(engine, ident.turn_id) == {"turn_events": 0, "messages": 0, "usage": 0,
                                                    "policy_decisions": 0}  # fmt: skip
 
-    assert await stream.end("turn.ended", {"status": status, "error": error}, settle) is True
+    assert await stream.end(raw_event("turn.ended", {"status": status, "error": error}), settle) is True
 
     assert stream.done
     row = await turn(engine, ident.turn_id)
@@ -365,7 +371,7 @@ async def test_end_with_nothing_staged_settles_and_stores_only_the_closing_event
 ) -> None:
     stream = stream_for(ident, writer)
     settle = settle_turn(ident, {"status": "completed", "last_seq": 1, "ended_at": now()})
-    assert await stream.end("turn.ended", {"status": "completed"}, settle) is True
+    assert await stream.end(raw_event("turn.ended", {"status": "completed"}), settle) is True
     assert (await turn(engine, ident.turn_id))["status"] == "completed"
     assert [(e["seq"], e["type"]) for e in await read(engine, EVENTS, ident.turn_id, "seq")] == [(1, "turn.ended")]
 
@@ -374,19 +380,19 @@ async def test_end_on_a_turn_that_already_left_running_keeps_it_drops_the_closin
     engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
 ) -> None:
     stream = stream_for(ident, writer)
-    stream.emit("turn.started", {"input": "go"})
+    stream.emit(raw_event("turn.started", {"input": "go"}))
     message = message_row(ident, assistant_with_calls(CALL_A))
     stream.stage(MESSAGES, message)
-    decision = decision_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="deny",
+    decision = receipt_row(ident, point="tool", tool_call_id=CALL_A.id, tool_name=CALL_A.name, verdict="deny",
                             rule_id=None, reason=None, policy_hash=POLICY_HASH)  # fmt: skip
     stream.stage(DECISIONS, decision)
-    stream.emit("policy.decision", {"verdict": "deny"})
+    stream.emit(raw_event("policy.decision", {"verdict": "deny"}))
     await set_status(engine, ident.turn_id, "cancelled")
     before = await turn(engine, ident.turn_id)
 
     settle = settle_turn(ident, {"status": "completed", "final_output": "overwritten?", "last_seq": 3,
                                  "ended_at": now()})  # fmt: skip
-    assert await stream.end("turn.ended", {"status": "completed"}, settle) is False
+    assert await stream.end(raw_event("turn.ended", {"status": "completed"}), settle) is False
 
     assert await turn(engine, ident.turn_id) == before  # status, final_output, last_seq, updated_at untouched
     assert before["status"] == "cancelled"
@@ -415,11 +421,11 @@ VIOLATIONS = pytest.mark.parametrize("kind", ["message-of-unknown-session", "eve
 def stage_good_rows(ident: TurnIdentity, stream: TurnStream) -> list[dict[str, Any]]:
     """Rows of every table, events around them; returns the messages in staged order."""
     messages = [message_row(ident, assistant_with_calls(CALL_A)), message_row(ident, tool_result(CALL_A, "A"))]
-    stream.emit("node.started", {"node": "llm"})
+    stream.emit(raw_event("node.started", {"node": "llm"}))
     stream.stage(MESSAGES, messages[0])
-    stream.stage(USAGE, usage_row(ident, model="scripted-1", input_tokens=1, output_tokens=2))
-    stream.stage(DECISIONS, decision_row(ident, point="tool", verdict="allow", policy_hash=POLICY_HASH))
-    stream.emit("tool_call.completed", {"id": CALL_A.id})
+    stream.stage(USAGE, usage_row(ident, ModelUsage("scripted-1", 1, 2)))
+    stream.stage(DECISIONS, receipt_row(ident, point="tool", verdict="allow", policy_hash=POLICY_HASH))
+    stream.emit(raw_event("tool_call.completed", {"id": CALL_A.id}))
     stream.stage(MESSAGES, messages[1])
     return messages
 
@@ -429,12 +435,12 @@ async def test_a_failing_flush_stores_nothing_of_its_rows_and_keeps_them_for_the
     engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity, kind: str
 ) -> None:
     stream = stream_for(ident, writer)
-    stream.emit("turn.started", {"input": "go"})
+    stream.emit(raw_event("turn.started", {"input": "go"}))
     await stream.flush()
     messages = stage_good_rows(ident, stream)
     bad = bad_row(ident, kind)
     stream.stage(*bad)
-    stream.emit("message.delta", {"text": "after the bad row"})
+    stream.emit(raw_event("message.delta", {"text": "after the bad row"}))
     staged = list(writer._rows)
     assert len(staged) == 8
 
@@ -463,7 +469,7 @@ async def test_a_failing_last_write_neither_settles_nor_stores_anything_and_can_
     engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity, kind: str
 ) -> None:
     stream = stream_for(ident, writer)
-    stream.emit("turn.started", {"input": "go"})
+    stream.emit(raw_event("turn.started", {"input": "go"}))
     await stream.flush()
     stage_good_rows(ident, stream)
     bad = bad_row(ident, kind)
@@ -500,7 +506,7 @@ async def test_a_failing_end_through_the_stream_leaves_the_turn_running(
     settle = settle_turn(ident, {"status": "completed", "last_seq": stream.last_seq + 1, "ended_at": now()})
 
     with pytest.raises(INTEGRITY_ERRORS):
-        await stream.end("turn.ended", {"status": "completed"}, settle)
+        await stream.end(raw_event("turn.ended", {"status": "completed"}), settle)
 
     assert stream.done
     assert (await turn(engine, ident.turn_id))["status"] == "running"
@@ -515,10 +521,10 @@ async def test_a_failing_end_through_the_stream_leaves_the_turn_running(
 async def test_decision_rows_with_different_column_sets_in_one_write_are_all_stored(
     engine: AsyncEngine, writer: TurnWriter, ident: TurnIdentity
 ) -> None:
-    short = decision_row(ident, point="input", verdict="allow", policy_hash=POLICY_HASH)
-    full = decision_row(ident, point="tool", tool_call_id=CALL_B.id, tool_name=CALL_B.name, verdict="deny",
+    short = receipt_row(ident, point="input", verdict="allow", policy_hash=POLICY_HASH)
+    full = receipt_row(ident, point="tool", tool_call_id=CALL_B.id, tool_name=CALL_B.name, verdict="deny",
                         rule_id="no-calc", reason=TRICKY_TEXT, policy_hash=POLICY_HASH)  # fmt: skip
-    other_short = decision_row(ident, point="output", verdict="allow", policy_hash=POLICY_HASH)
+    other_short = receipt_row(ident, point="output", verdict="allow", policy_hash=POLICY_HASH)
     assert tuple(short) != tuple(full)
     writer.stage(DECISIONS, short)
     writer.stage(DECISIONS, full)
@@ -544,7 +550,7 @@ async def test_a_write_of_many_events_stores_them_all_in_seq_order(
 ) -> None:
     stream = stream_for(ident, writer)
     texts = [f"token {i} {TRICKY_TEXT if i % 50 == 0 else ''}" for i in range(200)]
-    seqs = [stream.emit("message.delta", {"text": text}) for text in texts]
+    seqs = [stream.emit(raw_event("message.delta", {"text": text})) for text in texts]
     assert seqs == list(range(1, 201))
     assert len(writer._rows) == 200
     await stream.flush()
@@ -566,9 +572,9 @@ async def test_one_shared_flush_writes_the_staged_rows_of_every_turn(
     writers = [TurnWriter(db, flusher), TurnWriter(db, flusher)]
     streams = [stream_for(first, writers[0]), stream_for(second, writers[1])]
     for i in range(2):
-        streams[0].emit("message.delta", {"text": f"a{i}"})
+        streams[0].emit(raw_event("message.delta", {"text": f"a{i}"}))
     for i in range(3):
-        streams[1].emit("message.delta", {"text": f"b{i}"})
+        streams[1].emit(raw_event("message.delta", {"text": f"b{i}"}))
     writers[0].stage(MESSAGES, message_row(first, ChatMessage(role="assistant", content="a")))
     await flusher.write_pending()
     assert await counts(engine, first.turn_id) == {"turn_events": 2, "messages": 1, "usage": 0, "policy_decisions": 0}
@@ -584,8 +590,8 @@ async def test_a_bad_row_in_a_shared_flush_holds_back_only_its_own_turn(
     good, bad = await make_turn(), await make_turn()
     await insert_rows(db, EVENTS, [event_row(bad, 1, "stored")])
     good_writer, bad_writer = TurnWriter(db, flusher), TurnWriter(db, flusher)
-    stream_for(good, good_writer).emit("message.delta", {"text": "fine"})
-    stream_for(bad, bad_writer).emit("message.delta", {"text": "seq 1 again"})
+    stream_for(good, good_writer).emit(raw_event("message.delta", {"text": "fine"}))
+    stream_for(bad, bad_writer).emit(raw_event("message.delta", {"text": "seq 1 again"}))
     await flusher.write_pending()
     assert await count(engine, EVENTS, good.turn_id) == 1
     assert [e["type"] for e in await read(engine, EVENTS, bad.turn_id, "seq")] == ["stored"]
@@ -600,7 +606,7 @@ async def test_a_turn_writing_on_its_own_waits_for_the_next_shared_flush(
     engine: AsyncEngine, db: Sql, flusher: BatchFlusher, ident: TurnIdentity
 ) -> None:
     writer = TurnWriter(db, flusher)
-    stream_for(ident, writer).emit("message.delta", {"text": "later"})
+    stream_for(ident, writer).emit(raw_event("message.delta", {"text": "later"}))
     async with writer.lock:
         await flusher.write_pending()
         assert await count(engine, EVENTS, ident.turn_id) == 0

@@ -11,9 +11,10 @@ from app.context.engine_client import ContextEngineError, ContextEngineUnavailab
 from app.governance.gate import judge_input
 from app.governance.policy import Decision
 from app.graph.context import TurnContext
-from app.graph.nodes.common import failed, record_decision, traced
+from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
+from app.runtime.events import ContextDegraded
 
 
 @traced("assemble_context")
@@ -29,7 +30,7 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
                 query=state["input"],
             )
         except ContextEngineError as exc:
-            ctx.emit("context.degraded", {"component": "assemble", "error": str(exc)})
+            ctx.journal.event(ContextDegraded(component="assemble", error=str(exc)))
         else:
             turn_start = [ChatMessage(role="user", content=state["input"])]
             prompt = engine_history(assembled) + turn_start + _this_turn(state) + new_messages
@@ -60,7 +61,7 @@ async def validate_prompt(state: TurnState, runtime: Runtime[TurnContext]) -> di
         return {}
     policy = await ctx.governance.current("pre_llm")
     decision = policy if isinstance(policy, Decision) else await judge_input(policy, state["input"])
-    record_decision(ctx, decision)
+    ctx.journal.decision(decision)
     if decision.verdict != "allow":
         return failed("policy_denied", decision.reason or f"denied by policy {decision.rule_id}")
     return {}
@@ -80,8 +81,8 @@ async def _guardrails(state: TurnState, ctx: TurnContext) -> dict[str, Any] | No
         )
     except ContextEngineError as exc:
         kind = "unreachable" if isinstance(exc, ContextEngineUnavailable) else "error"
-        await ctx.store.record_audit(ctx.ident, "integrity_check_skipped", {"reason": kind, "error": str(exc)})
-        ctx.emit("context.degraded", {"component": "validate", "error": str(exc)})
+        await ctx.journal.audit("integrity_check_skipped", {"reason": kind, "error": str(exc)})
+        ctx.journal.event(ContextDegraded(component="validate", error=str(exc)))
         return None
     if result.valid:
         return None

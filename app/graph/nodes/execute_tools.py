@@ -7,17 +7,17 @@ gets its approval at once, calls that already ran keep their results, the rest w
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.governance.policy import Decision, PolicySet, arguments_hash, blacklist_decision, decide_tool
+from app.governance.policy import Decision, PolicySet, blacklist_decision, decide_tool
 from app.graph.context import TurnContext
-from app.graph.nodes.common import record_decision, traced
+from app.graph.nodes.common import traced
 from app.graph.state import HumanDecision, TurnState
-from app.models.base import utcnow
 from app.providers.base import ToolCall
+from app.runtime.events import ToolCallCompleted
+from app.runtime.journal import ApprovalRequest
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
 
@@ -52,7 +52,7 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
     blacklisted = blacklist_decision(policy, call.name) if isinstance(policy, PolicySet) else None
     if blacklisted is not None:
         return await _deny(ctx, call, key, loop, blacklisted)
-    stored = await ctx.store.ledger_get(key)
+    stored = await ctx.journal.ledger_get(key)
     if stored is not None:
         return stored
     if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
@@ -67,24 +67,24 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         decision = decide_tool(policy, call.name, call.arguments)
         if decision.verdict == "deny":
             return await _deny(ctx, call, key, loop, decision)
-        record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+        ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
         if decision.verdict == "requires_approval":
             return Gate(call, decision)
+    await ctx.journal.dispatched(key, loop, call)
     return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
 
 
 async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
-    record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+    ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
     return await _settle(ctx, call, key, loop, ToolResult(f"denied by policy: {reason}", is_error=True))
 
 
 async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult) -> ToolResult:
     """Ledger first, then use: if the key was already recorded, the stored result is the result."""
-    result = await ctx.store.ledger_put(ctx.ident, key=key, loop=loop, call=call, result=result)
-    ctx.emit(
-        "tool_call.completed",
-        {"tool_call_id": call.id, "name": call.name, "is_error": result.is_error, "result": result.content},
+    result = await ctx.journal.ledger_put(key, loop, call, result)
+    ctx.journal.event(
+        ToolCallCompleted(tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content)
     )
     return result
 
@@ -99,19 +99,7 @@ async def _request_approvals(
         policy = await ctx.governance.current("tool")
         if isinstance(policy, PolicySet):
             gated += await _also_gated(ctx, policy, later)
-    rows = [_approval_row(ctx, g, loop) for g in gated]
-    await ctx.store.create_approvals(rows)
-    for row, g in zip(rows, gated, strict=True):
-        ctx.emit(
-            "approval.required",
-            {
-                "approval_id": str(row["id"]),
-                "tool_call_id": g.call.id,
-                "name": g.call.name,
-                "arguments": g.call.arguments,
-                "reason": g.decision.reason,
-            },
-        )
+    await ctx.journal.request_approvals([ApprovalRequest(g.call, loop, g.decision) for g in gated])
 
 
 async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]) -> list[Gate]:
@@ -121,26 +109,7 @@ async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]
             continue
         decision = decide_tool(policy, call.name, call.arguments)
         if decision.verdict == "requires_approval":
-            record_decision(ctx, decision, tool_call_id=call.id, tool_name=call.name)
+            ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
             gates.append(Gate(call, decision))
     return gates
 
-
-def _approval_row(ctx: TurnContext, gate: Gate, loop: int) -> dict[str, Any]:
-    ident = ctx.ident
-    return {
-        "id": uuid.uuid4(),
-        "tenant_id": ident.tenant_id,
-        "session_id": ident.session_id,
-        "turn_id": ident.turn_id,
-        "owner_sub": ctx.owner_sub,
-        "loop": loop,
-        "tool_call_id": gate.call.id,
-        "tool_name": gate.call.name,
-        "arguments": gate.call.arguments,
-        "arguments_hash": arguments_hash(gate.call.arguments),
-        "reason": gate.decision.reason,
-        "rule_id": gate.decision.rule_id,
-        "status": "pending",
-        "created_at": utcnow(),
-    }

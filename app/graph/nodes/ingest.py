@@ -11,7 +11,7 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
-from app.turns.store import MESSAGES, message_row
+from app.runtime.events import ContextDegraded
 
 
 @traced("ingest_result")
@@ -24,8 +24,8 @@ async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict
         )
         for c in pending
     ]
-    for message in tool_messages:
-        ctx.journal.stage(MESSAGES, message_row(ctx.ident, message))
+    for call in pending:
+        ctx.journal.tool_result(call, results[call.id])
     await _ingest_into_engine(state, ctx, tool_messages)
     update: dict[str, Any] = {
         "new_messages": [*state.get("new_messages", []), *tool_messages],
@@ -65,7 +65,7 @@ async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages:
                 event=event,
             )
         except ContextEngineError as exc:
-            ctx.emit("context.degraded", {"component": "ingest", "error": str(exc)})
+            ctx.journal.event(ContextDegraded(component="ingest", error=str(exc)))
 
 
 @traced("loop_limit_handler")

@@ -10,8 +10,9 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolSpec
+from app.runtime.events import MessageCompleted, MessageDelta, ToolCallRequested, UsageEvent
+from app.runtime.journal import ModelUsage
 from app.tools.mcp_gateway import McpGatewayUnavailable
-from app.turns.store import MESSAGES, USAGE, message_row, usage_row
 
 
 @traced("call_llm")
@@ -25,17 +26,12 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         response = await _stream(ctx, _request(state, ctx, tools))
     except ProviderError as exc:
         return failed(exc.code, exc.message)
-    ctx.emit("message.completed", {"text": response.text})
-    ctx.emit("usage", {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens})
+    journal = ctx.journal
+    journal.event(MessageCompleted(text=response.text))
+    journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens))
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
     model = str(ctx.model.get("name") or ctx.model["provider"])
-    ctx.journal.stage(MESSAGES, message_row(ctx.ident, assistant))
-    ctx.journal.stage(
-        USAGE,
-        usage_row(ctx.ident, model=model, input_tokens=response.input_tokens, output_tokens=response.output_tokens),
-    )
-    if response.tool_calls:
-        await ctx.journal.flush()
+    journal.assistant_message(assistant, ModelUsage(model, response.input_tokens, response.output_tokens))
     return {
         "pending": response.tool_calls,
         "results": {},
@@ -60,10 +56,10 @@ def _request(state: TurnState, ctx: TurnContext, tools: list[ToolSpec]) -> Model
 
 
 async def _stream(ctx: TurnContext, request: ModelRequest) -> ModelResponse:
-    emit = ctx.emit
+    journal = ctx.journal
     async for item in ctx.provider.stream(request):
         if isinstance(item, TextDelta):
-            emit("message.delta", {"text": item.text})
+            journal.event(MessageDelta(text=item.text))
         else:
             return item
     raise ProviderError("provider_error", "the model stream ended without a response")
@@ -73,9 +69,7 @@ async def _stream(ctx: TurnContext, request: ModelRequest) -> ModelResponse:
 async def parse_response(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
     pending = state.get("pending", [])
     for call in pending:
-        runtime.context.emit(
-            "tool_call.requested", {"tool_call_id": call.id, "name": call.name, "arguments": call.arguments}
-        )
+        runtime.context.journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
     if pending:
         return {}
     return {"final_output": state.get("last_text", "")}

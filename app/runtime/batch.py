@@ -27,7 +27,7 @@ from sqlalchemy.sql.dml import Insert, Update
 from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import Turn, TurnEvent
-from app.turns.notify import CHANNEL
+from app.runtime.notify import CHANNEL
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
@@ -96,8 +96,8 @@ def write_query(
     """The statement for one write of this shape; it returns how many turns it settled (0 or 1).
 
     With `notify`, it also tells followers on other replicas which turns have new events (one NOTIFY
-    per turn, sent at commit; see app/turns/notify.py). A write may carry rows of many turns (the
-    shared flush of app/turns/stream.py), but at most one settle.
+    per turn, sent at commit; see app/runtime/notify.py). A write may carry rows of many turns (the
+    shared flush of app/runtime/stream.py), but at most one settle.
     """
     ctes = [_unnest_insert(table, columns, f"g{i}_").cte(f"g{i}") for i, (table, columns) in enumerate(shapes)]
     settled_count: Any = literal(1)

@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -19,17 +18,19 @@ from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
 from app.governance.gate import Governance
-from app.graph.context import TurnContext
 from app.models import Turn, TurnEvent
 from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
+from app.runtime.events import EndStatus, TurnEnded, stamp
+from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
+from app.runtime.lease import RunnerLease, orphaned_turns
+from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.recorder import TurnRecorder
+from app.runtime.runner import SHUTDOWN, execute
+from app.runtime.store import TurnStore
+from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
-from app.turns.lease import RunnerLease, orphaned_turns
-from app.turns.notify import EventListener, notify_followers, request_cancel
-from app.turns.runner import SHUTDOWN, TurnRun, execute
-from app.turns.store import TurnStore
-from app.turns.stream import BatchFlusher, TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 2.0
@@ -61,7 +62,7 @@ class TurnManager:
         *,
         engine: AsyncEngine,
         sql: Sql,
-        graph: Any,
+        runtime: TurnRuntime,
         providers: ProviderRegistry,
         outbound: Outbound,
         listener: EventListener | None = None,
@@ -71,7 +72,7 @@ class TurnManager:
         self.listener = listener
         self.store = TurnStore(sql)
         self.flusher = BatchFlusher(sql)
-        self.graph = graph
+        self.runtime = runtime
         self.providers = providers
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
@@ -84,13 +85,15 @@ class TurnManager:
         if entry is not None:
             entry.task.cancel()
 
-    async def cancel_elsewhere(self, turn_id: uuid.UUID, *, timeout: float = REMOTE_CANCEL_SECONDS) -> bool:
+    async def cancel_elsewhere(
+        self, tenant_id: str, turn_id: uuid.UUID, *, timeout: float = REMOTE_CANCEL_SECONDS
+    ) -> bool:
         """Ask the replica running the turn to cancel it; True once the turn has left `running`."""
         if self.listener is None:
             return False
         await request_cancel(self.autocommit, turn_id)
         async with asyncio.timeout(timeout):
-            while await self.store.current_status(turn_id) == "running":
+            while await self.store.current_status(tenant_id, turn_id) == "running":
                 await self.listener.wait(turn_id, 0.2)
             return True
         return False
@@ -115,8 +118,9 @@ class TurnManager:
             writer=TurnWriter(self.store.sql, self.flusher),
         )
         turn_id = run.ident.turn_id
+        journal = TurnRecorder(run.ident, run.owner_sub, stream, self.store)
         task = asyncio.create_task(
-            execute(self.graph, run, self._context(run, stream), stream, self.store), name=f"turn-{turn_id}"
+            execute(self.runtime, run, self._services(run), journal, stream, self.store), name=f"turn-{turn_id}"
         )
         task.add_done_callback(lambda _: self._forget(turn_id))
         self._live[turn_id] = LiveTurn(stream, task)
@@ -128,7 +132,7 @@ class TurnManager:
         self._live.pop(turn_id, None)
         LIVE_TURNS.set(len(self._live))
 
-    def _context(self, run: TurnRun, stream: TurnStream) -> TurnContext:
+    def _services(self, run: TurnRun) -> TurnServices:
         snapshot, out = run.snapshot, self.outbound
         credentials = None
         if out.signing is not None:
@@ -147,12 +151,7 @@ class TurnManager:
             context_token = _bind(credentials, "context-engine")
         if credentials is not None and out.gateway is not None:
             gateway_token = _bind(credentials, "mcp-gateway")
-        return TurnContext(
-            ident=run.ident,
-            snapshot=snapshot,
-            emit=stream.emit,
-            journal=stream,
-            store=self.store,
+        return TurnServices(
             provider=self.providers.get(snapshot["model"]["provider"]),
             tools=ToolBox(
                 tool_refs=list(snapshot.get("tools", [])),
@@ -166,7 +165,6 @@ class TurnManager:
                 agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),
             ),
-            owner_sub=run.owner_sub,
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
         )
@@ -204,41 +202,46 @@ class TurnManager:
         await self.flusher.close()
         await self.lease.stop()
 
-    async def end_orphan(self, turn_id: uuid.UUID, *, status: str, error: dict[str, str] | None) -> bool:
+    async def end_orphan(
+        self, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
+    ) -> bool:
         """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
 
         A turn that was `running` may have streamed events its dead run never stored, so its
         closing event skips ahead: sequence numbers are never reused, even after a crash.
         """
         async with self.engine.begin() as conn:
-            before = await conn.scalar(select(Turn.status).where(Turn.id == turn_id).with_for_update())
+            this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
+            before = await conn.scalar(select(Turn.status).where(*this_turn).with_for_update())
             if before not in ("running", "interrupted"):
                 return False
-            last = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == turn_id))
+            last = await conn.scalar(
+                select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
+            )
             seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
             row = (
                 await conn.execute(
                     update(Turn)
-                    .where(Turn.id == turn_id)
+                    .where(*this_turn)
                     .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
-                    .returning(
-                        Turn.tenant_id, Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count
-                    )
+                    .returning(Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count)
                 )
             ).one()
-            data = {
-                "turn_id": str(turn_id), "seq": seq, "type": "turn.ended", "status": status,
-                "final_output": row.final_output,
-                "usage": {"input_tokens": row.input_tokens, "output_tokens": row.output_tokens},
-                "loop_count": row.loop_count, "error": error,
-            }  # fmt: skip
+            ended = TurnEnded.of(
+                status,
+                final_output=row.final_output,
+                input_tokens=row.input_tokens,
+                output_tokens=row.output_tokens,
+                loop_count=row.loop_count,
+                error=error,
+            )
             await conn.execute(
                 insert(TurnEvent).values(
                     turn_id=turn_id,
                     seq=seq,
-                    tenant_id=row.tenant_id,
-                    type="turn.ended",
-                    data=orjson.dumps(data).decode(),
+                    tenant_id=tenant_id,
+                    type=ended.type,
+                    data=stamp(str(turn_id), seq, ended),
                     created_at=utcnow(),
                 )
             )
@@ -254,14 +257,14 @@ class TurnManager:
         """
         try:
             async with self.autocommit.connect() as conn:
-                ids = list((await conn.execute(orphaned_turns())).scalars())
+                orphans = list(await conn.execute(orphaned_turns()))
         except (OSError, SQLAlchemyError) as exc:
             log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
             return 0
         error = {"code": "server_restarted", "message": "the service restarted while this turn was running"}
         ended = 0
-        for turn_id in ids:
-            if turn_id not in self._live and await self.end_orphan(turn_id, status="failed", error=error):
+        for turn_id, tenant_id in orphans:
+            if turn_id not in self._live and await self.end_orphan(tenant_id, turn_id, status="failed", error=error):
                 ended += 1
         if ended:
             log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)

@@ -6,10 +6,9 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.graph.state import HumanDecision
 from app.models import Session, Turn
-from app.turns.runner import TurnRun
-from app.turns.store import TurnIdentity, TurnStore
+from app.runtime.journal import HumanDecision, TurnIdentity, TurnRun
+from app.runtime.store import TurnStore
 
 
 async def resume_run(
@@ -19,7 +18,7 @@ async def resume_run(
     assert session is not None
     history = await store.history(turn.tenant_id, turn.session_id)
     assistant = next(m for m in reversed(history) if m.role == "assistant")
-    last_seq = max(turn.last_seq, await store.max_seq(turn.id))
+    last_seq = max(turn.last_seq, await store.max_seq(turn.tenant_id, turn.id))
     return TurnRun(
         ident=TurnIdentity(turn.tenant_id, turn.session_id, turn.id, session.agent_id),
         agent_version=session.agent_version,
@@ -35,9 +34,6 @@ async def resume_run(
         resumed_by=approval_id,
         decisions=decisions,
         history=history,
-        resume_state={
-            "pending": list(assistant.tool_calls),
-            "last_text": assistant.content,
-            "results": {},
-        },
+        pending=list(assistant.tool_calls),
+        last_text=assistant.content,
     )

@@ -14,13 +14,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from sqlalchemy import Table
 
 from app.core.sql import Sql
 from app.core.sse import encode_frame
 from app.models.base import utcnow
-from app.turns.batch import EVENTS, Settle, StagedRow, write_rows
+from app.runtime.batch import EVENTS, Settle, StagedRow, write_rows
+from app.runtime.events import EventBody, TurnEnded, stamp
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
@@ -97,7 +97,7 @@ class BatchFlusher:
 class TurnWriter:
     """Rows a turn produces (events, messages, usage, receipts), written together in batches.
 
-    Each write is one statement on PostgreSQL (app/turns/batch.py), a transaction elsewhere. Writes run
+    Each write is one statement on PostgreSQL (app/runtime/batch.py), a transaction elsewhere. Writes run
     one at a time under a lock and take rows in the order they were staged, so message ids keep
     conversation order. Between explicit writes, the `BatchFlusher` (shared by the turns of a process)
     writes what was staged.
@@ -167,8 +167,8 @@ class TurnStream:
     def last_seq(self) -> int:
         return self._seq
 
-    def emit(self, event_type: str, data: dict[str, Any]) -> int:
-        seq, row, frame = self._next(event_type, data)
+    def emit(self, event: EventBody) -> int:
+        seq, row, frame = self._next(event)
         self._writer.stage(EVENTS, row)
         self._frames.append(frame)
         self._wake()
@@ -180,12 +180,12 @@ class TurnStream:
     async def flush(self) -> None:
         await self._writer.flush()
 
-    async def end(self, event_type: str, data: dict[str, Any], settle: Settle) -> bool:
-        """Settle the turn and store the last event in one transaction, before any follower sees it.
+    async def end(self, event: TurnEnded, settle: Settle) -> bool:
+        """Settle the turn and store `turn.ended` in one transaction, before any follower sees it.
 
         If `settle` finds the turn already settled elsewhere (a cancel), the event is dropped.
         """
-        _, row, frame = self._next(event_type, data)
+        _, row, frame = self._next(event)
         try:
             settled = await self._writer.close(settle, (EVENTS, row))
             if settled:
@@ -195,19 +195,19 @@ class TurnStream:
             self.done = True
             self._wake()
 
-    def _next(self, event_type: str, data: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
+    def _next(self, event: EventBody) -> tuple[int, dict[str, Any], bytes]:
         self._seq += 1
         seq = self._seq
-        text = orjson.dumps({"turn_id": self._turn_key, "seq": seq, "type": event_type, **data}).decode()
+        text = stamp(self._turn_key, seq, event)
         row = {
             "turn_id": self.turn_id,
             "seq": seq,
             "tenant_id": self.tenant_id,
-            "type": event_type,
+            "type": event.type,
             "data": text,
             "created_at": utcnow(),
         }
-        return seq, row, encode_frame(seq, event_type, text)
+        return seq, row, encode_frame(seq, event.type, text)
 
     def _wake(self) -> None:
         self._changed.set()

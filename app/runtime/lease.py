@@ -26,10 +26,11 @@ HEARTBEAT_SECONDS = 10.0
 LEASE_SECONDS = 45.0
 
 
-def orphaned_turns(*, lease_seconds: float = LEASE_SECONDS) -> Select[uuid.UUID]:
-    """Running turns with no runner, or a runner whose heartbeat is older than the lease."""
+def orphaned_turns(*, lease_seconds: float = LEASE_SECONDS) -> Select[uuid.UUID, str]:
+    """Running turns (id, tenant) with no runner, or a runner whose heartbeat is older than the lease."""
     alive = select(Runner.id).where(Runner.heartbeat_at > utcnow() - timedelta(seconds=lease_seconds))
-    return select(Turn.id).where(Turn.status == "running", or_(Turn.runner_id.is_(None), Turn.runner_id.not_in(alive)))
+    orphaned = or_(Turn.runner_id.is_(None), Turn.runner_id.not_in(alive))
+    return select(Turn.id, Turn.tenant_id).where(Turn.status == "running", orphaned)
 
 
 class RunnerLease:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.core.sql import Query, Sql, bare, insert_rows
+from app.governance.policy import Decision, arguments_hash
 from app.models import (
     Approval,
     AuditRecord,
@@ -32,8 +32,9 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime.batch import Settle
+from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.tools.base import ToolResult
-from app.turns.batch import Settle
 from app.usage.admission import (
     SLOT_ATTEMPTS,
     SLOT_INDEX,
@@ -53,14 +54,6 @@ APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
-class TurnIdentity:
-    tenant_id: str
-    session_id: uuid.UUID
-    turn_id: uuid.UUID
-    agent_id: uuid.UUID
-
-
 def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
     return {
         "tenant_id": ident.tenant_id,
@@ -76,19 +69,33 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
     }
 
 
-def usage_row(ident: TurnIdentity, *, model: str, input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-        "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": model, "input_tokens": input_tokens,
-        "output_tokens": output_tokens, "created_at": utcnow(),
+        "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": usage.model,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "created_at": utcnow(),
     }  # fmt: skip
 
 
-def decision_row(ident: TurnIdentity, **fields: Any) -> dict[str, Any]:
-    """A receipt: point, tool_call_id, tool_name, verdict, rule_id, reason, policy_hash."""
+def decision_row(
+    ident: TurnIdentity, decision: Decision, *, tool_call_id: str | None, tool_name: str | None
+) -> dict[str, Any]:
+    """A receipt of `decision`, with the hash of the policy set that made it."""
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-        "turn_id": ident.turn_id, "created_at": utcnow(), **fields,
+        "turn_id": ident.turn_id, "created_at": utcnow(), "point": decision.point, "tool_call_id": tool_call_id,
+        "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
+        "reason": decision.reason, "policy_hash": decision.policy_hash,
+    }  # fmt: skip
+
+
+def approval_row(ident: TurnIdentity, owner_sub: str, request: ApprovalRequest) -> dict[str, Any]:
+    call, decision = request.call, request.decision
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "owner_sub": owner_sub, "loop": request.loop, "tool_call_id": call.id,
+        "tool_name": call.name, "arguments": call.arguments, "arguments_hash": arguments_hash(call.arguments),
+        "reason": decision.reason, "rule_id": decision.rule_id, "status": "pending", "created_at": utcnow(),
     }  # fmt: skip
 
 
@@ -116,7 +123,9 @@ _SESSION_FOR_TURN = with_tenant_admission(select(
 SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
 OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
 LEDGER_GET = Query(
-    select(ToolExecution.result, ToolExecution.is_error).where(ToolExecution.idempotency_key == bindparam("key"))
+    select(ToolExecution.result, ToolExecution.is_error).where(
+        ToolExecution.tenant_id == bindparam("tenant_id"), ToolExecution.idempotency_key == bindparam("key")
+    )
 )
 LEDGER_COLUMNS = (
     "id", "tenant_id", "session_id", "turn_id", "idempotency_key", "loop", "tool_call_id", "tool_name",
@@ -130,8 +139,14 @@ LEDGER_PUT = {
     )
     for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 }
-CURRENT_STATUS = Query(select(Turn.status).where(Turn.id == bindparam("turn_id")))
-MAX_SEQ = Query(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == bindparam("turn_id")))
+CURRENT_STATUS = Query(
+    select(Turn.status).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
+)
+MAX_SEQ = Query(
+    select(func.max(TurnEvent.seq)).where(
+        TurnEvent.tenant_id == bindparam("tenant_id"), TurnEvent.turn_id == bindparam("turn_id")
+    )
+)
 
 
 @lru_cache(maxsize=8)
@@ -216,8 +231,8 @@ class TurnStore:
                 await insert_rows(tx, MESSAGES, [message])
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
-    async def ledger_get(self, key: str) -> ToolResult | None:
-        row = await self.sql.fetchrow(LEDGER_GET, {"key": key})
+    async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
+        row = await self.sql.fetchrow(LEDGER_GET, {"tenant_id": tenant_id, "key": key})
         return None if row is None else ToolResult(content=row["result"], is_error=row["is_error"])
 
     async def ledger_put(
@@ -232,7 +247,7 @@ class TurnStore:
         }  # fmt: skip
         if await self.sql.execute(LEDGER_PUT[self.sql.dialect], values):
             return result
-        stored = await self.ledger_get(key)
+        stored = await self.ledger_get(ident.tenant_id, key)
         return stored or result
 
     async def record_audit(self, ident: TurnIdentity, kind: str, detail: dict[str, Any]) -> None:
@@ -243,11 +258,11 @@ class TurnStore:
     async def create_approvals(self, rows: Sequence[dict[str, Any]]) -> None:
         await insert_rows(self.sql, APPROVALS, rows)
 
-    async def current_status(self, turn_id: uuid.UUID) -> str:
-        return str(await self.sql.fetchval(CURRENT_STATUS, {"turn_id": turn_id}))
+    async def current_status(self, tenant_id: str, turn_id: uuid.UUID) -> str:
+        return str(await self.sql.fetchval(CURRENT_STATUS, {"tenant_id": tenant_id, "turn_id": turn_id}))
 
-    async def max_seq(self, turn_id: uuid.UUID) -> int:
-        return int(await self.sql.fetchval(MAX_SEQ, {"turn_id": turn_id}) or 0)
+    async def max_seq(self, tenant_id: str, turn_id: uuid.UUID) -> int:
+        return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)
 
 
 async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:

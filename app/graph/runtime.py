@@ -1,0 +1,58 @@
+"""The LangGraph runtime: a turn's loop as the compiled graph, behind the engine's `TurnRuntime` port."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.graph.build import build_graph
+from app.graph.context import TurnContext
+from app.graph.state import TurnState
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
+
+
+def initial_state(run: TurnRun) -> TurnState:
+    state: TurnState = {
+        "input": run.input,
+        "max_loops": run.max_loops,
+        "max_output_tokens": run.max_output_tokens,
+        "loop_count": run.loop_count,
+        "model_calls": sum(1 for m in run.history if m.role == "assistant"),
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
+        "history": run.history,
+        "new_messages": [],
+        "status": None,
+        "error": None,
+    }
+    if run.resumed:
+        state["resume"] = True
+        state["decisions"] = run.decisions
+        state["pending"] = list(run.pending)
+        state["last_text"] = run.last_text
+        state["results"] = {}
+    return state
+
+
+def progress_of(state: TurnState) -> Progress:
+    return Progress(
+        status=state.get("status"),
+        error=state.get("error"),
+        final_output=state.get("final_output"),
+        last_text=state.get("last_text", ""),
+        loop_count=state.get("loop_count", 0),
+        input_tokens=state.get("input_tokens", 0),
+        output_tokens=state.get("output_tokens", 0),
+    )
+
+
+class LangGraphRuntime:
+    """Compiles the graph once per process; each run streams the graph's state as `Progress`."""
+
+    def __init__(self, graph: Any | None = None) -> None:
+        self.graph = graph if graph is not None else build_graph()
+
+    async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
+        context = TurnContext.of(run, services, journal)
+        async for values in self.graph.astream(initial_state(run), context=context, stream_mode="values"):
+            yield progress_of(values)

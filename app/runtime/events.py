@@ -1,0 +1,200 @@
+"""The turn's events: the models a runtime records are the models OpenAPI publishes.
+
+A runtime builds an event body (`NodeStarted(node=…, loop=…)`) and hands it to its journal; the
+journal stamps the envelope (`turn_id`, `seq`) when it appends the event to the turn's log
+(`stamp`). The published schemas are these models with the envelope's two fields added, one
+union discriminated on `type`. This module imports nothing of the engine: graph, runtimes and the
+REST layer all read it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+EndStatus = Literal["interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+"""How a run of a turn ends (`interrupted` waits for approvals; the others are terminal)."""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ErrorInfo(BaseModel):
+    """`code` and `message`; extra keys (e.g. what a budget had spent) are kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+    code: str
+    message: str
+
+
+class EventBody(BaseModel):
+    """One event of a turn without its envelope; subclasses fix `type` to their literal."""
+
+    type: str
+
+
+class TurnStarted(EventBody):
+    type: Literal["turn.started"] = "turn.started"
+    session_id: str
+    agent_id: str
+    agent_version: int
+    resumed_by: str | None
+
+
+class NodeStarted(EventBody):
+    type: Literal["node.started"] = "node.started"
+    node: str
+    loop: int
+
+
+class NodeEnded(EventBody):
+    type: Literal["node.ended"] = "node.ended"
+    node: str
+    loop: int
+
+
+class MessageDelta(EventBody):
+    type: Literal["message.delta"] = "message.delta"
+    text: str
+
+
+class MessageCompleted(EventBody):
+    type: Literal["message.completed"] = "message.completed"
+    text: str
+
+
+class ToolCallRequested(EventBody):
+    type: Literal["tool_call.requested"] = "tool_call.requested"
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class PolicyDecisionEvent(EventBody):
+    type: Literal["policy.decision"] = "policy.decision"
+    point: Literal["pre_llm", "tool"]
+    tool_call_id: str | None
+    verdict: Literal["allow", "deny", "requires_approval"]
+    rule_id: str | None
+    reason: str | None
+    policy_hash: str
+
+
+class ToolCallCompleted(EventBody):
+    type: Literal["tool_call.completed"] = "tool_call.completed"
+    tool_call_id: str
+    name: str
+    is_error: bool
+    result: str
+
+
+class ApprovalRequired(EventBody):
+    type: Literal["approval.required"] = "approval.required"
+    approval_id: str
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+    reason: str | None
+
+
+class ContextDegraded(EventBody):
+    type: Literal["context.degraded"] = "context.degraded"
+    component: Literal["assemble", "validate", "ingest"]
+    error: str
+
+
+class UsageEvent(EventBody):
+    type: Literal["usage"] = "usage"
+    input_tokens: int
+    output_tokens: int
+
+
+class TurnEnded(EventBody):
+    type: Literal["turn.ended"] = "turn.ended"
+    status: TurnStatus
+    final_output: str | None
+    usage: Usage
+    loop_count: int
+    error: ErrorInfo | None
+
+    @classmethod
+    def of(
+        cls,
+        status: TurnStatus,
+        *,
+        final_output: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        loop_count: int,
+        error: dict[str, Any] | None,
+    ) -> TurnEnded:
+        """The one place the closing event is built (a settled run, or a turn ended for a dead one)."""
+        return cls(
+            status=status,
+            final_output=final_output,
+            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+            loop_count=loop_count,
+            error=None if error is None else ErrorInfo.model_validate(error),
+        )
+
+
+TurnEvent = Annotated[
+    TurnStarted
+    | NodeStarted
+    | NodeEnded
+    | MessageDelta
+    | MessageCompleted
+    | ToolCallRequested
+    | PolicyDecisionEvent
+    | ToolCallCompleted
+    | ApprovalRequired
+    | ContextDegraded
+    | UsageEvent
+    | TurnEnded,
+    Field(discriminator="type"),
+]
+TURN_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TurnEvent)
+ENVELOPE: dict[str, Any] = {
+    "turn_id": {"type": "string", "title": "Turn Id"},
+    "seq": {"type": "integer", "title": "Seq"},
+}
+
+
+def stamp(turn_key: str, seq: int, event: EventBody) -> str:
+    """The stored and streamed JSON of an event: `{"turn_id", "seq", "type", …its fields}`."""
+    body = event.model_dump_json()
+    return f'{{"turn_id":"{turn_key}","seq":{seq},{body[1:]}'
+
+
+def event_schemas() -> dict[str, Any]:
+    """JSON schemas of every event (and the `TurnEvent` union) for OpenAPI components.
+
+    Every property of an event is always present in its data, so all are required, and each
+    schema gets the envelope's `turn_id` and `seq` first.
+    """
+    schema = TURN_EVENT_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
+    components: dict[str, Any] = dict(schema.pop("$defs", {}))
+    for ref in schema["discriminator"]["mapping"].values():
+        model = components[ref.removeprefix("#/components/schemas/")]
+        model["properties"] = {**ENVELOPE, **model["properties"]}
+        model["properties"]["type"].pop("default", None)
+        model["required"] = list(model["properties"])
+    components["TurnEvent"] = schema
+    return components
+
+
+SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The turn's events as Server-Sent Events (`id: SEQ`, `event: TYPE`, `data: JSON`).",
+        "content": {
+            "text/event-stream": {
+                "schema": {"$ref": "#/components/schemas/TurnEvent"},
+                "x-sse-event-data": {"$ref": "#/components/schemas/TurnEvent"},
+            },
+        },
+    }
+}

@@ -1,0 +1,194 @@
+"""The port between the turn engine and a runtime: what a runtime is given, and what it records.
+
+The engine (app/runtime) launches, follows, cancels, recovers and settles turns; a *runtime* runs
+one turn's loop: the LangGraph graph (app/graph) today, the Claude Agent SDK next. Every runtime
+is handed a `TurnRun` (what the turn is), a `TurnServices` (what it may call) and a `TurnJournal`
+(where everything it does is recorded), and reports `Progress` as it goes. It records in domain
+terms only (an event, an assistant message with its usage, a tool result, a decision receipt, the
+tool ledger, approvals, audit records), never tables or rows, so the same journal serves a graph
+node and an SDK hook, a test keeps it in memory, and a continuation after a crash reads back what
+was stored.
+
+This module imports no engine code: only domain types (providers, tools, governance, context, the
+event models).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
+
+from app.context.engine_client import ContextEngineClient
+from app.governance.gate import Governance
+from app.governance.policy import Decision
+from app.providers.base import ChatMessage, Provider, ToolCall
+from app.runtime.events import EndStatus, EventBody
+from app.tools.base import ToolResult
+from app.tools.toolbox import ToolBox
+
+
+@dataclass(frozen=True, slots=True)
+class TurnIdentity:
+    tenant_id: str
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    agent_id: uuid.UUID
+
+
+class HumanDecision(TypedDict):
+    """A human's decision on a gated call, handed to the run that the decision resumes."""
+
+    approval_id: str
+    decision: str
+    reason: str | None
+    arguments: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class TurnRun:
+    """Everything one run of a turn needs, read from the database when it starts or resumes."""
+
+    ident: TurnIdentity
+    agent_version: int
+    owner_sub: str
+    snapshot: dict[str, Any]
+    """The agent version's configuration pinned in the session (validated as `AgentConfig`)."""
+    input: str
+    history: list[ChatMessage]
+    """The session's stored conversation, this turn's user message included."""
+    max_loops: int
+    max_output_tokens: int
+    last_seq: int = 0
+    loop_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    resumed_by: uuid.UUID | None = None
+    """The approval whose decision resumes this run; None for a new turn."""
+    decisions: dict[str, HumanDecision] = field(default_factory=dict)
+    """Human decisions by tool_call_id (a resumed run)."""
+    pending: list[ToolCall] = field(default_factory=list)
+    """A resumed run: the stopped batch's tool calls, to continue at the call that waited."""
+    last_text: str = ""
+    """A resumed run: the text of the model reply that asked for `pending`."""
+
+    @property
+    def resumed(self) -> bool:
+        return self.resumed_by is not None
+
+
+@dataclass(slots=True)
+class TurnServices:
+    """What a run may call: the model, its tools, the policy in force, the Context Engine."""
+
+    provider: Provider
+    tools: ToolBox
+    governance: Governance
+    context_engine: ContextEngineClient | None = None
+    context_token: Callable[[], str] | None = None
+    """A fresh token for the Context Engine (only set together with `context_engine`)."""
+
+
+@dataclass(slots=True)
+class Progress:
+    """Where a run stands; the engine settles the turn from the last one it saw (even if cut short)."""
+
+    status: EndStatus | None = None
+    """Set once the run has an outcome."""
+    error: dict[str, Any] | None = None
+    final_output: str | None = None
+    last_text: str = ""
+    """The model's latest text: the final output of a turn stopped by a limit or a cancel."""
+    loop_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """What one model call cost."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call that waits for a human: the `requires_approval` decision that gated it."""
+
+    call: ToolCall
+    loop: int
+    decision: Decision
+
+
+class TurnJournal(Protocol):
+    """Where a runtime records one run of a turn.
+
+    Two kinds of method. *Staged* ones (`event`, `assistant_message`, `tool_result`, `decision`)
+    return at once: events reach live followers immediately, and everything staged is stored in
+    order with the turn's next write (a periodic batch, a `checkpoint`, or the settle that ends the
+    run, atomically with `turn.ended`). *Immediate* ones (`async`) are stored before they return.
+    """
+
+    @property
+    def ident(self) -> TurnIdentity: ...
+
+    def event(self, event: EventBody) -> int:
+        """Append an event to the turn's stream; returns its sequence number."""
+        ...
+
+    def assistant_message(self, message: ChatMessage, usage: ModelUsage) -> None:
+        """The model's reply (text and tool calls) for the conversation, and a usage row for what it cost."""
+        ...
+
+    def tool_result(self, call: ToolCall, result: ToolResult) -> None:
+        """The tool message answering `call` for the conversation (the ledger has its own record)."""
+        ...
+
+    def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
+        """A policy decision receipt (point `pre_llm` or `tool`) and its `policy.decision` event."""
+        ...
+
+    async def checkpoint(self) -> None:
+        """Store everything staged so far, now (before a tool call leaves, the model's request for it is stored)."""
+        ...
+
+    async def ledger_get(self, key: str) -> ToolResult | None:
+        """The stored result of the call with this idempotency key, if it already completed."""
+        ...
+
+    async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
+        """Record that `call` is about to be dispatched under `key`; stored before it returns.
+
+        Call it right before the call leaves the service, after `ledger_get` found no result. A
+        continuation after a crash sees which calls may have run (and retries them with the same
+        key, which the MCP gateway deduplicates).
+        """
+        ...
+
+    async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
+        """Record a call's result under its key; if the key already holds a result, that one wins and is returned."""
+        ...
+
+    async def request_approvals(self, requests: Sequence[ApprovalRequest]) -> list[uuid.UUID]:
+        """Store a pending approval per request, then emit `approval.required` for each; returns their ids."""
+        ...
+
+    async def audit(self, kind: str, detail: Mapping[str, Any]) -> None:
+        """An audit record of something the turn skipped or degraded (stored at once)."""
+        ...
+
+    async def stored_history(self) -> list[ChatMessage]:
+        """The session's conversation as stored now (what a continuation after a crash resumes from)."""
+        ...
+
+
+class TurnRuntime(Protocol):
+    """Runs one turn's loop. `run` yields its progress and ends when the run has an outcome.
+
+    The engine cancels the iteration to cancel the turn, and settles from the last `Progress`.
+    """
+
+    def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]: ...

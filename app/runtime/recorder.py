@@ -1,0 +1,102 @@
+"""`TurnRecorder`: the engine's `TurnJournal`, over the turn's event stream and the turn store.
+
+Staged records go to the turn's batched writer (app/runtime/stream.py) in the order they are
+recorded; immediate ones are single statements of the store (app/runtime/store.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.governance.policy import Decision
+from app.providers.base import ChatMessage, ToolCall
+from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent
+from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.store import (
+    DECISIONS,
+    MESSAGES,
+    USAGE,
+    TurnStore,
+    approval_row,
+    decision_row,
+    message_row,
+    usage_row,
+)
+from app.runtime.stream import TurnStream
+from app.tools.base import ToolResult
+
+
+class TurnRecorder:
+    def __init__(self, ident: TurnIdentity, owner_sub: str, stream: TurnStream, store: TurnStore) -> None:
+        self._ident = ident
+        self._owner_sub = owner_sub
+        self._stream = stream
+        self._store = store
+
+    @property
+    def ident(self) -> TurnIdentity:
+        return self._ident
+
+    def event(self, event: EventBody) -> int:
+        return self._stream.emit(event)
+
+    def assistant_message(self, message: ChatMessage, usage: ModelUsage) -> None:
+        self._stream.stage(MESSAGES, message_row(self._ident, message))
+        self._stream.stage(USAGE, usage_row(self._ident, usage))
+
+    def tool_result(self, call: ToolCall, result: ToolResult) -> None:
+        message = ChatMessage(
+            role="tool", content=result.content, tool_call_id=call.id, name=call.name, is_error=result.is_error
+        )
+        self._stream.stage(MESSAGES, message_row(self._ident, message))
+
+    def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
+        self._stream.stage(
+            DECISIONS, decision_row(self._ident, decision, tool_call_id=tool_call_id, tool_name=tool_name)
+        )
+        self._stream.emit(
+            PolicyDecisionEvent(
+                point=decision.point,
+                tool_call_id=tool_call_id,
+                verdict=decision.verdict,
+                rule_id=decision.rule_id,
+                reason=decision.reason,
+                policy_hash=decision.policy_hash,
+            )
+        )
+
+    async def checkpoint(self) -> None:
+        await self._stream.flush()
+
+    async def ledger_get(self, key: str) -> ToolResult | None:
+        return await self._store.ledger_get(self._ident.tenant_id, key)
+
+    async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
+        """The call's request (the assistant message naming it) is stored before it leaves."""
+        await self._stream.flush()
+
+    async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
+        return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)
+
+    async def request_approvals(self, requests: Sequence[ApprovalRequest]) -> list[uuid.UUID]:
+        rows = [approval_row(self._ident, self._owner_sub, request) for request in requests]
+        await self._store.create_approvals(rows)
+        for row, request in zip(rows, requests, strict=True):
+            self._stream.emit(
+                ApprovalRequired(
+                    approval_id=str(row["id"]),
+                    tool_call_id=request.call.id,
+                    name=request.call.name,
+                    arguments=request.call.arguments,
+                    reason=request.decision.reason,
+                )
+            )
+        return [row["id"] for row in rows]
+
+    async def audit(self, kind: str, detail: Mapping[str, Any]) -> None:
+        await self._store.record_audit(self._ident, kind, dict(detail))
+
+    async def stored_history(self) -> list[ChatMessage]:
+        return await self._store.history(self._ident.tenant_id, self._ident.session_id)

@@ -1,0 +1,123 @@
+"""Runs one run of a turn (a new turn or a resume) on a runtime and settles its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from app.core.metrics import TURNS_ENDED
+from app.models.base import utcnow
+from app.runtime.events import EndStatus, TurnEnded, TurnStarted
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.store import TurnStore, settle_turn
+from app.runtime.stream import TurnStream
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN = "shutdown"
+"""The cancel message of a task stopped because the process stops (not a user's cancel)."""
+STOPPED_EARLY: tuple[EndStatus, ...] = ("loop_limit", "budget_exceeded", "cancelled")
+"""Outcomes whose final output falls back to the model's latest text."""
+
+
+async def execute(
+    runtime: TurnRuntime,
+    run: TurnRun,
+    services: TurnServices,
+    journal: TurnJournal,
+    stream: TurnStream,
+    store: TurnStore,
+) -> str:
+    """Run the turn to an outcome and record it; returns the turn's final status."""
+    stream.emit(
+        TurnStarted(
+            session_id=str(run.ident.session_id),
+            agent_id=str(run.ident.agent_id),
+            agent_version=run.agent_version,
+            resumed_by=str(run.resumed_by) if run.resumed_by else None,
+        )
+    )
+    last = Progress(
+        loop_count=run.loop_count,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        last_text=run.last_text,
+    )
+    status: EndStatus
+    error: dict[str, Any] | None
+    try:
+        async for progress in runtime.run(run, services, journal):
+            last = progress
+        status, error = _outcome(last)
+    except asyncio.CancelledError as exc:
+        if SHUTDOWN in exc.args:
+            status, error = "failed", {"code": "server_restarted", "message": "the service stopped mid-turn"}
+        else:
+            status, error = "cancelled", None
+    except Exception as exc:
+        log.exception("turn %s failed", run.ident.turn_id)
+        status, error = "failed", {"code": "internal_error", "message": type(exc).__name__}
+    settled = await _despite_cancel(settle(store, stream, run, last, status, error))
+    TURNS_ENDED.labels(status=settled).inc()
+    return settled
+
+
+async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
+    """Run the settlement to its end even if cancelled again (a second cancel, a shutdown).
+
+    The outcome is decided by now; cut short, the turn would stay `running` and its stream would
+    end without `turn.ended`.
+    """
+    task = asyncio.ensure_future(settling)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+    return task.result()
+
+
+def _outcome(progress: Progress) -> tuple[EndStatus, dict[str, Any] | None]:
+    status = progress.status or "failed"
+    error = progress.error
+    if status == "failed" and error is None:
+        error = {"code": "internal_error", "message": "the loop stopped without an outcome"}
+    return status, error
+
+
+async def settle(
+    store: TurnStore,
+    stream: TurnStream,
+    run: TurnRun,
+    progress: Progress,
+    status: EndStatus,
+    error: dict[str, Any] | None,
+) -> str:
+    final_output = progress.final_output if status != "failed" else None
+    if status in STOPPED_EARLY and final_output is None:
+        final_output = progress.last_text or None
+    ended = TurnEnded.of(
+        status,
+        final_output=final_output,
+        input_tokens=progress.input_tokens,
+        output_tokens=progress.output_tokens,
+        loop_count=progress.loop_count,
+        error=error,
+    )
+    values: dict[str, Any] = {
+        "status": status,
+        "final_output": final_output,
+        "error": error,
+        "input_tokens": progress.input_tokens,
+        "output_tokens": progress.output_tokens,
+        "loop_count": progress.loop_count,
+        "last_seq": stream.last_seq + 1,
+    }
+    if status != "interrupted":
+        values["ended_at"] = utcnow()
+    if await stream.end(ended, settle_turn(run.ident, values)):
+        return status
+    stored = await store.current_status(run.ident.tenant_id, run.ident.turn_id)
+    log.info("turn %s was already %s; keeping it", run.ident.turn_id, stored)
+    return stored

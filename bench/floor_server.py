@@ -1,0 +1,93 @@
+"""The practical floor: the least a service can do to stream a model's reply over SSE.
+
+    python -m bench.floor_server --port 8100 --mock http://127.0.0.1:8999
+
+FastAPI + sse-starlette + the official anthropic SDK proxying the mock, with no database, no graph and
+no auth. `POST /turns {"message": …}` streams each text delta as an `event: token`, each tool call
+(the `echo` tool, answered locally) as an `event: tool`, and closes with `event: end`.
+`agent-runtime` is measured against it in the same run (`bench.run`), so ratios, not absolute times,
+are what the bench reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from anthropic import AsyncAnthropic
+from fastapi import FastAPI, Request
+from sse_starlette import EventSourceResponse
+
+MODEL = "claude-mock"
+MAX_ROUNDS = 4
+ECHO_TOOL: dict[str, Any] = {
+    "name": "echo",
+    "description": "Echo the given text back.",
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+}
+
+
+def _tool_output(arguments: object) -> str:
+    return str(arguments.get("text", "")) if isinstance(arguments, dict) else str(arguments)
+
+
+async def _turn(client: AsyncAnthropic, text: str) -> AsyncIterator[dict[str, str]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
+    for _ in range(MAX_ROUNDS):
+        async with client.messages.stream(
+            model=MODEL,
+            max_tokens=1024,
+            messages=messages,  # type: ignore[arg-type]
+            tools=[ECHO_TOOL],  # type: ignore[list-item]
+        ) as stream:
+            async for event in stream:
+                if event.type == "text":
+                    yield {"event": "token", "data": orjson.dumps({"text": event.text}).decode()}
+            final = await stream.get_final_message()
+        if final.stop_reason != "tool_use":
+            break
+        messages.append({"role": "assistant", "content": [block.model_dump() for block in final.content]})
+        results = []
+        for block in final.content:
+            if block.type == "tool_use":
+                output = _tool_output(block.input)
+                yield {"event": "tool", "data": orjson.dumps({"name": block.name, "output": output}).decode()}
+                results.append({"type": "tool_result", "tool_use_id": block.id, "content": output})
+        messages.append({"role": "user", "content": results})
+    yield {"event": "end", "data": "{}"}
+
+
+def build_app(mock_url: str) -> FastAPI:
+    app = FastAPI()
+    client = AsyncAnthropic(base_url=mock_url, api_key="x", max_retries=0)
+
+    @app.get("/health")
+    async def health() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.post("/turns")
+    async def turns(request: Request) -> EventSourceResponse:
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            body = {}
+        message = body.get("message", "hi") if isinstance(body, dict) else "hi"
+        return EventSourceResponse(_turn(client, str(message)), ping=600)
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor_server", description=__doc__)
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--mock", default="http://127.0.0.1:8999")
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    uvicorn.run(build_app(args.mock), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
