@@ -53,7 +53,7 @@ class ModelConfig(_Strict):
 
 class Limits(_Strict):
     """Per-turn limits; an unset one is the service default (8 loops, 20,000 output tokens, no total
-    cap), and the tenant's ceilings apply on top at run time (app/usage/limits.py)."""
+    cap), and the tenant's ceilings apply on top at run time (app/governance/limits.py)."""
 
     max_loops: int | None = Field(default=None, ge=1, le=100)
     max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)

@@ -12,9 +12,9 @@ from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
 from app.core.pagination import Page, page_of
 from app.errors import NotFound, RuleViolation
+from app.governance.limits import excesses
 from app.models import Agent, AgentVersion
 from app.models.base import utcnow
-from app.usage.limits import excesses
 from app.usage.service import LimitsService
 
 

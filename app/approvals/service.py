@@ -125,7 +125,7 @@ class ApprovalService:
                 resumed_by=approval_id,
                 runner_id=self.manager.runner_id,
                 updated_at=utcnow(),
-                concurrency_slot=None,  # a resume is never refused for concurrency (app/usage/admission.py)
+                concurrency_slot=None,  # a resume is never refused for concurrency (app/runtime/admission.py)
             )
             .returning(Turn.id)
         )
@@ -141,4 +141,6 @@ def _human(approval: Approval) -> HumanDecision:
         "decision": "approve" if approval.status == "approved" else "deny",
         "reason": approval.decision_reason,
         "arguments": approval.edited_arguments,
+        "decided_by": approval.decided_by,
+        "rule_id": approval.rule_id,
     }

@@ -48,7 +48,7 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     max_output_tokens: Mapped[int] = mapped_column(Integer)
     max_total_tokens: Mapped[int | None] = mapped_column(BigInteger)
     concurrency_slot: Mapped[int | None] = mapped_column(Integer)
-    """One of the tenant's `max_concurrent_turns` places, held while `running` (app/usage/admission.py)."""
+    """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/admission.py)."""
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())

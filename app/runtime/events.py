@@ -76,12 +76,18 @@ class ToolCallRequested(EventBody):
 
 class PolicyDecisionEvent(EventBody):
     type: Literal["policy.decision"] = "policy.decision"
-    point: Literal["pre_llm", "tool"]
+    point: Literal["pre_llm", "tool", "human"]
     tool_call_id: str | None
-    verdict: Literal["allow", "deny", "requires_approval"]
+    verdict: Literal["allow", "deny", "requires_approval", "approve"]
     rule_id: str | None
     reason: str | None
     policy_hash: str
+    decided_by: str | None = None
+    """Point `human`: who decided (null otherwise)."""
+    arguments_sha256: str | None = None
+    """Point `human`: SHA-256 of the canonical JSON of the arguments the human saw."""
+    edited_arguments_sha256: str | None = None
+    """Point `human`, approved with edited arguments: SHA-256 of the arguments that ran."""
 
 
 class ToolCallCompleted(EventBody):

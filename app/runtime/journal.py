@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
@@ -44,6 +44,9 @@ class HumanDecision(TypedDict):
     decision: str
     reason: str | None
     arguments: dict[str, Any] | None
+    decided_by: NotRequired[str | None]
+    rule_id: NotRequired[str | None]
+    """The rule that asked for the human (the receipt of the decision names it too)."""
 
 
 @dataclass(slots=True)

@@ -64,6 +64,9 @@ class TurnRecorder:
                 rule_id=decision.rule_id,
                 reason=decision.reason,
                 policy_hash=decision.policy_hash,
+                decided_by=decision.decided_by,
+                arguments_sha256=decision.arguments_sha256,
+                edited_arguments_sha256=decision.edited_arguments_sha256,
             )
         )
 

@@ -32,10 +32,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.batch import Settle
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
-from app.tools.base import ToolResult
-from app.usage.admission import (
+from app.runtime.admission import (
     SLOT_ATTEMPTS,
     SLOT_INDEX,
     NoFreeSlot,
@@ -44,6 +41,9 @@ from app.usage.admission import (
     slotted_turn_insert,
     with_tenant_admission,
 )
+from app.runtime.batch import Settle
+from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
@@ -85,7 +85,8 @@ def decision_row(
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "created_at": utcnow(), "point": decision.point, "tool_call_id": tool_call_id,
         "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
-        "reason": decision.reason, "policy_hash": decision.policy_hash,
+        "reason": decision.reason, "policy_hash": decision.policy_hash, "decided_by": decision.decided_by,
+        "arguments_sha256": decision.arguments_sha256, "edited_arguments_sha256": decision.edited_arguments_sha256,
     }  # fmt: skip
 
 
@@ -154,7 +155,7 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     """PostgreSQL: the turn and its user message in one statement (a data-modifying CTE).
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
-    takes a free concurrency slot, or nothing is inserted (app/usage/admission.py).
+    takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
     turn_insert = (
@@ -190,7 +191,7 @@ class TurnStore:
         self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
     ) -> Mapping[str, Any] | None:
         """What a new turn needs of its session and tenant (None if not visible: other tenant, or not
-        the owner): the session, the tenant's ceilings and its quota usage (app/usage/admission.py)."""
+        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/admission.py)."""
         params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
             return await self.sql.fetchrow(SESSION_FOR_TURN, params)

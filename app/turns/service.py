@@ -17,9 +17,11 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound
+from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Approval, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.store import message_row
@@ -27,8 +29,6 @@ from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService
 from app.turns import schemas
 from app.turns.repository import TurnRepository
-from app.usage.admission import Admission, NoFreeSlot, too_many_turns
-from app.usage.limits import effective_limits
 
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20

@@ -11,11 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.errors import Conflict, InvalidInput, RuleViolation
+from app.governance.limits import Ceilings, excesses
+from app.governance.period import period_bounds
 from app.models import TenantLimits
 from app.models.base import utcnow
 from app.usage import schemas
-from app.usage.limits import Ceilings, excesses
-from app.usage.period import period_bounds
 from app.usage.repository import LimitsRepository, UsageRepository
 
 MAX_RANGE = timedelta(days=366)

@@ -1,4 +1,4 @@
-"""tenant ceilings, the shared token quota ledger, usage kinds, per-turn total budgets and turn slots
+"""tenant ceilings, the quota ledger, usage kinds, per-turn total budgets, turn slots, human receipts
 
 Revision ID: 0009_tenant_limits_quota
 Revises: 0005
@@ -48,6 +48,10 @@ def upgrade() -> None:
     with op.batch_alter_table("turns") as batch:
         batch.add_column(sa.Column("max_total_tokens", sa.BigInteger(), nullable=True))
         batch.add_column(sa.Column("concurrency_slot", sa.Integer(), nullable=True))
+    with op.batch_alter_table("policy_decisions") as batch:
+        batch.add_column(sa.Column("decided_by", sa.String(length=256), nullable=True))
+        batch.add_column(sa.Column("arguments_sha256", sa.String(length=64), nullable=True))
+        batch.add_column(sa.Column("edited_arguments_sha256", sa.String(length=64), nullable=True))
     op.create_index(
         "uq_turns_running_slot",
         "turns",
@@ -60,6 +64,10 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("uq_turns_running_slot", table_name="turns")
+    with op.batch_alter_table("policy_decisions") as batch:
+        batch.drop_column("edited_arguments_sha256")
+        batch.drop_column("arguments_sha256")
+        batch.drop_column("decided_by")
     with op.batch_alter_table("turns") as batch:
         batch.drop_column("concurrency_slot")
         batch.drop_column("max_total_tokens")

@@ -92,7 +92,8 @@ async def test_a_tool_outside_the_agents_servers_is_not_available(
     assert run.ended["status"] == "completed"
     [completed] = run.of("tool_call.completed")
     assert completed["is_error"] is True
-    assert "not available" in completed["result"]
+    assert "is not a tool of this agent" in completed["result"]
+    assert [d["rule_id"] for d in run.of("policy.decision") if d["point"] == "tool"] == ["unknown_tool"]
     assert gateway.rpc("tools/call") == []
     assert gateway.calls == []
 

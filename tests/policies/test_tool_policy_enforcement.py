@@ -118,17 +118,18 @@ async def test_tenant_deny_overrides_an_agent_allow_rule(
     assert [d["rule_id"] for d in decisions_for(frames, calc["tool_call_id"])] == ["tenant-no-calc"]
 
 
-MCP_CALL = {"tool_calls": [{"name": "github__create_issue", "arguments": {"title": "x"}}]}
-DENY_GITHUB = rule("no-github", "github__*", "deny")
 
 
-async def test_a_call_under_a_server_prefix_the_agent_does_not_name_is_policy_checked(
-    client: httpx.AsyncClient, alice: dict[str, str]
+@pytest.mark.parametrize("name", ["github__create_issue", "calculator_v2", "current_time"])
+async def test_a_tool_the_agent_does_not_offer_is_an_unknown_tool_before_any_rule(
+    client: httpx.AsyncClient, alice: dict[str, str], name: str
 ) -> None:
-    agent = scripted_config(MCP_CALL, {"text": "ok"}, tools=["builtin:echo"], policies=[DENY_GITHUB])
+    step = {"tool_calls": [{"name": name, "arguments": {"title": "x"}}]}
+    agent = scripted_config(step, {"text": "ok"}, tools=["builtin:echo"], policies=[rule("all", "*", "deny")])
     _, frames = await run_turn(client, alice, agent)
-    call = completed(frames, "github__create_issue")
+    call = completed(frames, name)
     assert call["is_error"] is True
-    assert [d["rule_id"] for d in decisions_for(frames, call["tool_call_id"])] == ["no-github"]
-    assert call["result"].startswith("denied by policy")
+    assert call["result"] == f"denied by policy: {name!r} is not a tool of this agent"
+    [receipt] = decisions_for(frames, call["tool_call_id"])
+    assert (receipt["verdict"], receipt["rule_id"]) == ("deny", "unknown_tool")
     assert ended(frames)["status"] == "completed"

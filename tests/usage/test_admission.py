@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from sqlalchemy import insert
 
+from app.governance.period import period_bounds
 from app.models import QuotaLedger
-from app.usage.period import period_bounds
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
+from app.governance.period import period_bounds
 from app.models import QuotaLedger
-from app.usage.period import period_bounds
 from tests.factories import create_agent, create_session, scripted_config
 from tests.usage.conftest import Api
 from tests.usage.support import problem, put_limits

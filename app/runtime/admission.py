@@ -25,9 +25,9 @@ from sqlalchemy.sql.dml import Insert
 
 from app.core.sql import bare
 from app.errors import TooManyRequests
+from app.governance.limits import Ceilings
+from app.governance.period import period_bounds, period_starts, seconds_until
 from app.models import QuotaLedger, Session, TenantLimits
-from app.usage.limits import Ceilings
-from app.usage.period import period_bounds, period_starts, seconds_until
 
 CEILING_PREFIX = "ceiling_"
 SLOT_INDEX = "uq_turns_running_slot"
