@@ -23,6 +23,7 @@ def _serve(args: argparse.Namespace) -> int:
         loop="auto",
         http="auto",
         log_level=args.log_level,
+        log_config=None,  # uvicorn's own lines go through the service's JSON logging (app/core/logs.py)
         access_log=False,
         timeout_graceful_shutdown=5,
     )

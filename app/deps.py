@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.auth.principal import Principal
 from app.container import Container
 from app.core.db import unit_of_work
+from app.core.logs import bind
 from app.errors import Forbidden, Unauthorized
 
 _bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
@@ -45,7 +46,9 @@ async def get_principal(
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
         raise Unauthorized("Missing bearer token")
-    return await container.verifier.verify(credentials.credentials)
+    principal = await container.verifier.verify(credentials.credentials)
+    bind(tenant_id=principal.tenant_id)
+    return principal
 
 
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.core.metrics import observe_pools
 from app.core.problems import problem_responses
 from app.deps import ContainerDep
 from app.errors import ServiceUnavailable
@@ -39,5 +40,6 @@ async def readyz(container: ContainerDep) -> Health:
 
 
 @router.get("/metrics", operation_id="metrics", response_class=PlainTextResponse)
-async def metrics() -> PlainTextResponse:
+async def metrics(container: ContainerDep) -> PlainTextResponse:
+    observe_pools(container.engine, container.sql)
     return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)

@@ -18,8 +18,13 @@ from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.container import Container
 from app.context.engine_client import ContextEngineClient
+from app.core import tracing
+from app.core.access import RequestObserver
 from app.core.body_limit import BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
+from app.core.db_spans import instrument_engine
+from app.core.json_guard import JsonBodyGuard
+from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
 from app.core.sql import open_sql
@@ -27,12 +32,14 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
+from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
 from app.providers.anthropic import AnthropicProvider, build_anthropic_client
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
+from app.schedules.router import router as schedules_router
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -53,6 +60,11 @@ def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     url = settings.database_url
+    observability = settings.observability
+    if observability.otel_exporter_otlp_endpoint:
+        tracing.configure_tracing(
+            service_name=observability.otel_service_name, endpoint=observability.otel_exporter_otlp_endpoint
+        )
     if is_sqlite(url):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(upgrade_head, url)
@@ -62,6 +74,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         max_overflow=settings.db.max_overflow,
         pool_timeout=settings.db.pool_timeout_seconds,
     )
+    if tracing.enabled():
+        instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
     container = Container(
         settings=settings,
@@ -118,6 +132,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await http.aclose()
         await sql.close()
         await engine.dispose()
+        if observability.otel_exporter_otlp_endpoint:
+            tracing.shutdown_tracing()
 
 
 def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:
@@ -139,7 +155,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
+    configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
+    app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
     app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     if settings.http.cors_origins:
         app.add_middleware(
@@ -147,8 +165,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_origins=settings.http.cors_origins,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["Location"],
+            expose_headers=["Location", "X-Request-ID"],
         )
+    app.add_middleware(RequestObserver)  # outermost: it sees every answer, the 413s and CORS preflights too
     for router in (
         health_router,
         jwks_router,
@@ -158,6 +177,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         approvals_router,
         policies_router,
         usage_router,
+        memory_router,
+        schedules_router,
     ):
         app.include_router(router)
     _publish_event_schemas(app)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -94,6 +94,25 @@ class HttpSettings(BaseSettings):
     sse_ping_seconds: float = Field(default=15.0, gt=0)
 
 
+class ScheduleSettings(BaseSettings):
+    model_config = _group("SCHEDULE_")
+    min_interval_seconds: int = Field(default=60, ge=1)
+    """The closest two ticks of one schedule may be (a guard against a turn every second)."""
+    poll_seconds: float = Field(default=5.0, gt=0)
+    """How often each replica looks for due schedules (a tick fires at most this late)."""
+
+
+class ObservabilitySettings(BaseSettings):
+    """Logs, traces (DESIGN.md "Operations")."""
+
+    model_config = _group("")
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    otel_exporter_otlp_endpoint: str | None = None
+    """Traces are on when set: OTLP/HTTP to `{endpoint}/v1/traces` (needs the `otlp` extra)."""
+    otel_service_name: str = "agent-runtime"
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -104,6 +123,8 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @property
     def database_url(self) -> str:

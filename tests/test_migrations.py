@@ -22,6 +22,13 @@ from app.models import Agent, AgentVersion, Base, Session, Turn
 from tests.conftest import BASE_URL
 
 ALL_TABLES = {table.name for table in Base.metadata.sorted_tables}
+SQLITE_FTS_PREFIX = "memory_search"
+"""SQLite's FTS5 table for memory search (and its shadow tables): a virtual table, kept by the
+migration and its triggers, with no model."""
+
+
+def _modelled(name: str | None, type_: str, parent_names: Any) -> bool:
+    return not (type_ == "table" and name is not None and name.startswith(SQLITE_FTS_PREFIX))
 
 
 def _admin_dsn() -> str:
@@ -58,7 +65,9 @@ def _inspect(url: str) -> tuple[set[str], list[Any], dict[str, list[dict[str, An
     def read(conn: Connection) -> tuple[set[str], list[Any], dict[str, list[dict[str, Any]]]]:
         inspector = inspect(conn)
         tables = set(inspector.get_table_names())
-        context = MigrationContext.configure(conn, opts={"compare_type": True, "target_metadata": Base.metadata})
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "target_metadata": Base.metadata, "include_name": _modelled}
+        )
         diff = compare_metadata(context, Base.metadata)
         indexes = {t: list(inspector.get_indexes(t)) for t in tables}
         return tables, diff, indexes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from app.governance.policy import PolicyRule, ToolGlob
 
@@ -38,9 +38,9 @@ class ScriptStep(_Strict):
 class ModelConfig(_Strict):
     provider: Literal["anthropic", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    max_tokens: int = Field(default=1024, ge=1, le=128_000)
+    max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
-    chunk_delay_ms: int = Field(default=0, ge=0, le=10_000)
+    chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
 
     @model_validator(mode="after")
     def _provider_fields(self) -> ModelConfig:
@@ -55,9 +55,9 @@ class Limits(_Strict):
     """Per-turn limits; an unset one is the service default (8 loops, 20,000 output tokens, no total
     cap), and the tenant's ceilings apply on top at run time (app/governance/limits.py)."""
 
-    max_loops: int | None = Field(default=None, ge=1, le=100)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_total_tokens: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
 class ContextConfig(_Strict):

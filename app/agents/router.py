@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response, status
 
 from app.agents import schemas
 from app.agents.service import AgentService
+from app.core.bounds import INT32_MAX
 from app.core.pagination import MAX_LIMIT, Page
 from app.core.problems import problem_responses
 from app.deps import ContainerDep, CurrentPrincipal, SessionDep
@@ -75,6 +76,6 @@ async def list_versions(agent_id: uuid.UUID, service: Service) -> Page[schemas.A
     responses=problem_responses(404),
 )
 async def get_version(
-    agent_id: uuid.UUID, version: Annotated[int, Path(ge=1)], service: Service
+    agent_id: uuid.UUID, version: Annotated[int, Path(ge=1, le=INT32_MAX)], service: Service
 ) -> schemas.AgentVersion:
     return schemas.AgentVersion.model_validate(await service.version(agent_id, version))

@@ -21,6 +21,7 @@ from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.resume import resume_run
 from app.runtime.stream import TurnStream
+from app.turns.repository import TurnRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,8 @@ class ApprovalService:
         ids = [d.approval_id for d in body.decisions]
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
+        async with unit_of_work(self.container.session_factory) as db:
+            await self._visible_turn(db, turn_id)  # another tenant's or user's turn: 404 before any wait or lock
         # A client may decide as soon as it sees approval.required, while the run is still settling.
         await self.manager.wait(turn_id)
         async with unit_of_work(self.container.session_factory) as db:
@@ -89,15 +92,14 @@ class ApprovalService:
             run = await self._claim(db, turn, ids[-1], {a.tool_call_id: _human(a) for a in batch})
         return Resumed(turn.id, self.manager.launch(run))
 
-    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
-        turn = await db.get(Turn, turn_id, with_for_update=True, populate_existing=True)
-        visible = (
-            turn is not None
-            and turn.tenant_id == self.principal.tenant_id
-            and self.principal.owner_filter in (None, turn.owner_sub)
-        )
-        if turn is None or not visible:
+    async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
+        turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id, for_update=for_update)
+        if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
+        return turn
+
+    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+        turn = await self._visible_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         session = await db.get(Session, turn.session_id)

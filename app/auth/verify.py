@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import httpx
 from jose import jwk, jwt
@@ -22,6 +22,7 @@ from app.errors import Unauthorized
 
 OUTBOUND_AUDIENCES = frozenset({"mcp-gateway", "context-engine"})
 MAX_LEEWAY_SECONDS = 60
+MAX_IDENTITY_CHARS = 128
 _ALG_BY_KTY = {"RSA": "RS256", "EC": "ES256"}
 _JWKS_ALGORITHMS = frozenset(_ALG_BY_KTY.values())
 log = logging.getLogger(__name__)
@@ -141,6 +142,8 @@ class TokenVerifier:
             )
         except JOSEError as exc:
             raise Unauthorized(_reason(exc)) from exc
+        except (TypeError, ValueError, OverflowError) as exc:  # python-jose calls int() on exp/iat/nbf
+            raise Unauthorized("Token time claims must be numbers") from exc
         return self._principal(claims)
 
     async def _key_for(self, header: Mapping[str, Any]) -> tuple[Any, str]:
@@ -167,18 +170,37 @@ class TokenVerifier:
             raise Unauthorized("Token audience is not accepted")
         if self._issuer is not None and claims.get("iss") != self._issuer:
             raise Unauthorized("Token issuer is not accepted")
-        iat = claims.get("iat")
-        if not isinstance(iat, int | float) or iat > time.time() + self._leeway:
+        _require_numeric_times(claims)
+        if claims["iat"] > time.time() + self._leeway:
             raise Unauthorized("Token is issued in the future")
         sub, tenant = claims.get("sub"), claims.get("tenant_id")
         if audiences & OUTBOUND_AUDIENCES or (isinstance(sub, str) and sub.startswith("agent:")):
             raise Unauthorized("Agent tokens are not accepted by this API")
-        if not isinstance(sub, str) or not sub or not isinstance(tenant, str) or not tenant:
-            raise Unauthorized("Token lacks sub or tenant_id")
+        if not (_is_identifier(sub) and _is_identifier(tenant)):
+            raise Unauthorized("Token sub or tenant_id is missing or malformed")
         roles = claims.get("roles", [])
         if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
             raise Unauthorized("Token roles must be a list of strings")
         return Principal(sub=sub, tenant_id=tenant, roles=frozenset(roles))
+
+
+def _require_numeric_times(claims: Mapping[str, Any]) -> None:
+    """RFC 7519 NumericDate: a JSON number. python-jose also takes `"1700000000"` (it calls int())."""
+    present = [name for name in ("exp", "iat", "nbf") if name in claims or name != "nbf"]
+    for value in (claims.get(name) for name in present):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Unauthorized("Token time claims must be numbers")
+
+
+def _is_identifier(value: object) -> TypeGuard[str]:
+    """What a tenant or user id may be: stored in every row (`String(128)`) and written to logs:
+    printable (no NUL, no control characters, no lone surrogates), not blank, at most 128 characters."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_IDENTITY_CHARS
+        and not value.isspace()
+        and value.isprintable()
+    )
 
 
 def _audiences(value: object) -> frozenset[str]:

@@ -64,6 +64,36 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+def validation_problem(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
+    """422 naming each offending field: `errors` holds `{loc, msg, type}`, never the input."""
+    fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in errors)
+    return problem_response(
+        request,
+        status=422,
+        title="Unprocessable Content",
+        slug="validation-error",
+        detail=f"Invalid request: {fields}",
+        errors=errors,
+    )
+
+
+def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    slug = _HTTP_SLUGS.get(exc.status_code, "http-error")
+    detail = exc.detail if isinstance(exc.detail, str) else "HTTP error"
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"No route for {request.method} {request.url.path}"
+    elif exc.status_code == 405 and detail == "Method Not Allowed":
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    return problem_response(
+        request,
+        status=exc.status_code,
+        title=_title(exc.status_code),
+        slug=slug,
+        detail=detail,
+        headers=exc.headers,  # e.g. `Allow` on 405
+    )
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     _document_problems_only(app)
 
@@ -81,33 +111,11 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = _validation_errors(exc)
-        fields = ", ".join(".".join(e["loc"]) for e in errors)
-        return problem_response(
-            request,
-            status=422,
-            title="Unprocessable Content",
-            slug="validation-error",
-            detail=f"Invalid request: {fields}",
-            errors=errors,
-        )
+        return validation_problem(request, _validation_errors(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        slug = _HTTP_SLUGS.get(exc.status_code, "http-error")
-        detail = exc.detail if isinstance(exc.detail, str) else "HTTP error"
-        if exc.status_code == 404 and detail == "Not Found":
-            detail = f"No route for {request.method} {request.url.path}"
-        elif exc.status_code == 405 and detail == "Method Not Allowed":
-            detail = f"{request.method} is not allowed on {request.url.path}"
-        return problem_response(
-            request,
-            status=exc.status_code,
-            title=_title(exc.status_code),
-            slug=slug,
-            detail=detail,
-            headers=exc.headers,  # e.g. `Allow` on 405
-        )
+        return http_problem(request, exc)
 
     @app.exception_handler(PoolTimeout)
     @app.exception_handler(PoolExhausted)

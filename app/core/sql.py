@@ -32,6 +32,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 from app.core.db import is_sqlite, json_text
+from app.core.db_spans import statement_span
 
 Row = Mapping[str, Any]
 _ASYNCPG = AsyncpgDialect()  # type: ignore[no-untyped-call]
@@ -141,8 +142,13 @@ class AsyncpgSql:
         self._timeout = acquire_timeout
         self._conn = conn
 
+    def pool_connections(self) -> tuple[int, int]:
+        """(in use, idle) connections of the pool."""
+        size, idle = self._pool.get_size(), self._pool.get_idle_size()
+        return size - idle, idle
+
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+    async def _acquire(self) -> AsyncIterator[asyncpg.Connection]:
         if self._conn is not None:
             yield self._conn
             return
@@ -155,31 +161,38 @@ class AsyncpgSql:
         finally:
             await self._pool.release(conn)
 
+    @asynccontextmanager
+    async def _connection(self, query: Query) -> AsyncIterator[asyncpg.Connection]:
+        """A connection for one statement, inside its database span (a no-op while tracing is off)."""
+        with statement_span("postgresql", query.sql):
+            async with self._acquire() as conn:
+                yield conn
+
     async def fetch(self, query: Query, params: Mapping[str, Any] | None = None) -> list[Row]:
-        async with self._connection() as conn:
+        async with self._connection(query) as conn:
             return await conn.fetch(query.sql, *query.args(params or _EMPTY))  # type: ignore[no-any-return]
 
     async def fetchrow(self, query: Query, params: Mapping[str, Any] | None = None) -> Row | None:
-        async with self._connection() as conn:
+        async with self._connection(query) as conn:
             return await conn.fetchrow(query.sql, *query.args(params or _EMPTY))  # type: ignore[no-any-return]
 
     async def fetchval(self, query: Query, params: Mapping[str, Any] | None = None) -> Any:
-        async with self._connection() as conn:
+        async with self._connection(query) as conn:
             return await conn.fetchval(query.sql, *query.args(params or _EMPTY))
 
     async def execute(self, query: Query, params: Mapping[str, Any] | None = None) -> int:
-        async with self._connection() as conn:
+        async with self._connection(query) as conn:
             status: str = await conn.execute(query.sql, *query.args(params or _EMPTY))
         count = status.rpartition(" ")[2]
         return int(count) if count.isdigit() else 0
 
     async def executemany(self, query: Query, rows: Sequence[Mapping[str, Any]]) -> None:
-        async with self._connection() as conn:
+        async with self._connection(query) as conn:
             await conn.executemany(query.sql, [query.args(row) for row in rows])
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Sql]:
-        async with self._connection() as conn, conn.transaction():
+        async with self._acquire() as conn, conn.transaction():
             yield AsyncpgSql(self._pool, acquire_timeout=self._timeout, conn=conn)
 
     async def close(self) -> None:

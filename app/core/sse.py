@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from app.core.metrics import OPEN_STREAMS
+
 SSE_MEDIA_TYPE = "text/event-stream"
 PING_FRAME = b": ping\n\n"
 SEND_TIMEOUT_SECONDS = 30.0
@@ -57,6 +59,7 @@ class FrameStream(StreamingResponse):
         self._send_timeout = send_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        OPEN_STREAMS.inc()
         try:
             async with asyncio.timeout(self._send_timeout):
                 await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
@@ -66,6 +69,7 @@ class FrameStream(StreamingResponse):
         except (OSError, TimeoutError):
             return
         finally:
+            OPEN_STREAMS.dec()
             aclose = getattr(self._frames, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
@@ -85,9 +89,7 @@ class FrameStream(StreamingResponse):
                 if pump.done():
                     return pump.result()
                 now = loop.time()
-                if gone.done() or (
-                    clock.sending_since is not None and now - clock.sending_since >= self._send_timeout
-                ):
+                if gone.done() or (clock.sending_since is not None and now - clock.sending_since >= self._send_timeout):
                     return False
                 idle = clock.sending_since is None and now - clock.last_sent >= self._ping_seconds
                 if idle and not await self._ping(send, lock, clock):

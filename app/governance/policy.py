@@ -25,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     TypeAdapter,
     ValidationInfo,
     field_validator,
@@ -32,6 +33,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.core.bounds import INT32_MAX
 from app.governance.canonical import canonical_json, sha256_hex
 from app.governance.patterns import PatternError, check_pattern, pattern_found
 
@@ -62,7 +64,7 @@ class PolicyRule(BaseModel):
     tool: str | None = Field(default=None, min_length=1, max_length=MAX_GLOB_LENGTH, validate_default=True)
     args: dict[str, Any] | None = None
     input_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
-    max_input_chars: int | None = Field(default=None, ge=1)
+    max_input_chars: StrictInt | None = Field(default=None, ge=1, le=INT32_MAX)
 
     @field_validator("tool", "args", "input_regex", "max_input_chars")
     @classmethod

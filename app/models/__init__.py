@@ -5,10 +5,12 @@ from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
 from app.models.audit_record import AuditRecord
 from app.models.base import Base
+from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.quota_ledger import QuotaLedger
 from app.models.runner import Runner
+from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import Session
 from app.models.tenant_limits import TenantLimits
 from app.models.tenant_policy import TenantPolicy
@@ -24,10 +26,13 @@ __all__ = [
     "Approval",
     "AuditRecord",
     "Base",
+    "MemoryItem",
     "Message",
     "PolicyDecision",
     "QuotaLedger",
     "Runner",
+    "Schedule",
+    "ScheduleFiring",
     "Session",
     "TenantLimits",
     "TenantPolicy",

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent
@@ -53,6 +54,7 @@ class TurnRecorder:
         self._stream.stage(MESSAGES, message_row(self._ident, message))
 
     def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
+        POLICY_DECISIONS.labels(point=decision.point, verdict=decision.verdict).inc()
         self._stream.stage(
             DECISIONS, decision_row(self._ident, decision, tool_call_id=tool_call_id, tool_name=tool_name)
         )

@@ -8,6 +8,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from app.core import tracing
+from app.core.logs import bind, get_logger
 from app.core.metrics import TURNS_ENDED
 from app.models.base import utcnow
 from app.runtime.events import EndStatus, TurnEnded, TurnStarted
@@ -16,6 +18,7 @@ from app.runtime.store import TurnStore, settle_turn
 from app.runtime.stream import TurnStream
 
 log = logging.getLogger(__name__)
+turn_log = get_logger("agent_runtime.turns")
 
 SHUTDOWN = "shutdown"
 """The cancel message of a task stopped because the process stops (not a user's cancel)."""
@@ -32,6 +35,44 @@ async def execute(
     store: TurnStore,
 ) -> str:
     """Run the turn to an outcome and record it; returns the turn's final status."""
+    ident = run.ident
+    bind(tenant_id=ident.tenant_id, session_id=str(ident.session_id), turn_id=str(ident.turn_id))
+    with tracing.span("invoke_agent", agent_span_attributes(run)) as span:
+        settled, error = await _execute(runtime, run, services, journal, stream, store)
+        if span is not None:
+            span.set_attribute("agent_runtime.turn.status", settled)
+            if error is not None:
+                tracing.set_error(span, str(error.get("code")), str(error.get("message") or ""))
+    if error is not None and settled == "failed":
+        turn_log.warning("turn failed", status=settled, error_code=error.get("code"))
+    elif error is not None:
+        turn_log.info("turn ended", status=settled, error_code=error.get("code"))
+    return settled
+
+
+def agent_span_attributes(run: TurnRun) -> dict[str, str | int]:
+    """GenAI semantic conventions for `invoke_agent` (agent, conversation = session)."""
+    model = run.snapshot.get("model") or {}
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": str(run.ident.agent_id),
+        "gen_ai.conversation.id": str(run.ident.session_id),
+        "gen_ai.provider.name": str(model.get("provider", "")),
+        "gen_ai.request.model": str(model.get("name") or model.get("provider", "")),
+        "agent_runtime.turn.id": str(run.ident.turn_id),
+        "agent_runtime.agent.version": run.agent_version,
+    }
+
+
+async def _execute(
+    runtime: TurnRuntime,
+    run: TurnRun,
+    services: TurnServices,
+    journal: TurnJournal,
+    stream: TurnStream,
+    store: TurnStore,
+) -> tuple[str, dict[str, Any] | None]:
+    """The run and its settle: the status the turn ended with, and its error if that outcome stood."""
     stream.emit(
         TurnStarted(
             session_id=str(run.ident.session_id),
@@ -62,7 +103,7 @@ async def execute(
         status, error = "failed", {"code": "internal_error", "message": type(exc).__name__}
     settled = await _despite_cancel(settle(store, stream, run, last, status, error))
     TURNS_ENDED.labels(status=settled).inc()
-    return settled
+    return settled, error if settled == status else None
 
 
 async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:

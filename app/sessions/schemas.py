@@ -6,11 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.bounds import Version
+
 
 class SessionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent_id: uuid.UUID
-    agent_version: int | None = Field(default=None, ge=1)
+    agent_version: Version | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.agents.repository import AgentVersionRepository
 from app.auth.principal import Principal
 from app.container import Container
+from app.core.bounds import INT64_MAX
 from app.core.db import unit_of_work
 from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
@@ -97,9 +98,12 @@ class SessionService:
         )
 
 
+_MAX_ID_DIGITS = len(str(INT64_MAX))
+
+
 def _after(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    if not cursor.isdigit():
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_ID_DIGITS or int(cursor) > INT64_MAX:
         raise BadRequest("Invalid cursor", errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor"}])
     return int(cursor)

@@ -18,8 +18,10 @@ class TurnRepository(TenantRepository[Turn]):
     def visible(self, principal: Principal) -> Select[tuple[Turn]]:
         return self.owned(principal.owner_filter)
 
-    async def get(self, principal: Principal, turn_id: uuid.UUID) -> Turn | None:
-        return await self.first(self.visible(principal).where(Turn.id == turn_id))
+    async def get(self, principal: Principal, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn | None:
+        """The turn if the principal may see it; `for_update` locks only a row that passes that filter."""
+        stmt = self.visible(principal).where(Turn.id == turn_id)
+        return await self.first(stmt.with_for_update() if for_update else stmt)
 
     async def active_in(self, session_id: uuid.UUID) -> Turn | None:
         return await self.first(self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES)))

@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, status
 from fastapi.responses import Response
 
+from app.core.bounds import INT32_MAX
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
@@ -59,8 +60,8 @@ async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
 async def turn_events(
     turn_id: uuid.UUID,
     service: Service,
-    after: Annotated[int | None, Query(ge=0, description="Replay events with seq > after")] = None,
-    last_event_id: Annotated[int | None, Header(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=INT32_MAX, description="Replay events with seq > after")] = None,
+    last_event_id: Annotated[int | None, Header(ge=0, le=INT32_MAX)] = None,
 ) -> Response:
     """Replay after `Last-Event-ID` (or `?after=`), then follow live up to the next `turn.ended`."""
     start = last_event_id if last_event_id is not None else (after or 0)

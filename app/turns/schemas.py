@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from app.runtime.events import ErrorInfo, TurnStatus, Usage
 
@@ -13,9 +13,9 @@ __all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnSta
 
 class TurnLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_loops: int | None = Field(default=None, ge=1, le=100)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_total_tokens: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
 class TurnCreate(BaseModel):

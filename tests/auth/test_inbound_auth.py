@@ -201,6 +201,70 @@ async def test_empty_tenant_is_401(client: httpx.AsyncClient) -> None:
     assert_rejected(await get_agents(client, token), token)
 
 
+async def post_agent(client: httpx.AsyncClient, token: str) -> httpx.Response:
+    """A create: where an identity too long for its column once answered 500."""
+    return await client.post("/agents", json={"name": "x", "config": {}}, headers={"Authorization": f"Bearer {token}"})
+
+
+def signed_claims(**changes: Any) -> str:
+    """A correctly signed token whose claims are the defaults with `changes` (None stays a JSON null)."""
+    return hs_token({**claims(), **changes})
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"exp": None}, id="exp-null"),
+        pytest.param({"exp": str(int(time.time()) + 300)}, id="exp-numeric-string"),
+        pytest.param({"exp": True}, id="exp-true"),
+        pytest.param({"exp": [int(time.time()) + 300]}, id="exp-list"),
+        pytest.param({"iat": None}, id="iat-null"),
+        pytest.param({"iat": str(int(time.time()))}, id="iat-numeric-string"),
+        pytest.param({"nbf": None}, id="nbf-null"),
+        pytest.param({"nbf": "0"}, id="nbf-string"),
+    ],
+)
+async def test_time_claims_must_be_json_numbers(client: httpx.AsyncClient, changes: dict[str, Any]) -> None:
+    token = signed_claims(**changes)
+    response = await post_agent(client, token)
+    assert_rejected(response, token)
+
+
+async def test_a_token_with_exp_infinity_is_401_not_500(client: httpx.AsyncClient) -> None:
+    payload = json.dumps(claims(exp=0)).replace('"exp": 0', '"exp": Infinity')
+    signing_input = f"{_b64json({'alg': 'HS256', 'typ': 'JWT'})}.{_b64(payload.encode())}"
+    signature = hmac.new(TEST_SECRET.encode(), signing_input.encode(), hashlib.sha256).digest()
+    token = f"{signing_input}.{_b64(signature)}"
+    assert_rejected(await get_agents(client, token), token)
+
+
+@pytest.mark.parametrize("claim", ["tenant_id", "sub"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("   ", id="blank"),
+        pytest.param("\t\n", id="whitespace"),
+        pytest.param("a" * 129, id="129-chars"),
+        pytest.param("a" * 300, id="300-chars"),
+        pytest.param("acme\u0000", id="nul"),
+        pytest.param("acme\u001b[2J", id="control"),
+        pytest.param("acme\ud800", id="lone-surrogate"),
+    ],
+)
+async def test_identity_claims_must_be_printable_non_blank_and_bounded(
+    client: httpx.AsyncClient, claim: str, value: Any
+) -> None:
+    token = signed_claims(**{claim: value})
+    response = await post_agent(client, token)
+    assert_rejected(response, token)
+    assert response.json()["detail"] == "Token sub or tenant_id is missing or malformed"
+
+
+async def test_identity_claims_of_128_printable_characters_are_accepted(client: httpx.AsyncClient) -> None:
+    token = signed_claims(tenant_id="t" * 128, sub="Zoë O'Brien (ops) " + "s" * 110)
+    assert (await get_agents(client, token)).status_code == 200
+
+
 async def test_malformed_audience_is_401_not_500(client: httpx.AsyncClient) -> None:
     token = hs_token(claims(aud=5))
     assert_rejected(await get_agents(client, token), token)

@@ -14,11 +14,13 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.core import tracing
 from app.governance import receipts
 from app.governance.policy import HASH_UNAVAILABLE, Decision, PolicySet, blacklist_decision, decide_tool
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import HumanDecision, TurnState
+from app.graph.telemetry import tool_call, tool_settled
 from app.providers.base import ToolCall
 from app.runtime.events import ToolCallCompleted
 from app.runtime.journal import ApprovalRequest
@@ -97,7 +99,8 @@ async def _as_the_human_decided(
     ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
     if not approve:
         reason = human["reason"] or "no reason given"
-        return await _settle(ctx, call, key, loop, ToolResult(f"denied by a human: {reason}", is_error=True))
+        denial = ToolResult(f"denied by a human: {reason}", is_error=True)
+        return await _settle(ctx, call, key, loop, denial, denied=True)
     if edited is not None:
         call = dataclasses.replace(call, arguments=edited)
     return await _execute(ctx, call, key, loop)
@@ -105,18 +108,26 @@ async def _as_the_human_decided(
 
 async def _execute(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
     await ctx.journal.dispatched(key, loop, call)
-    return await _settle(ctx, call, key, loop, await ctx.tools.run(call, key))
+    with tool_call(call.name, call.id, mcp=ctx.tools.is_mcp(call.name)) as span:
+        result = await ctx.tools.run(call, key)
+        if result.is_error:
+            tracing.set_error(span, "tool_error")
+    return await _settle(ctx, call, key, loop, result)
 
 
 async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
     ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
-    return await _settle(ctx, call, key, loop, ToolResult(f"denied by policy: {reason}", is_error=True))
+    denial = ToolResult(f"denied by policy: {reason}", is_error=True)
+    return await _settle(ctx, call, key, loop, denial, denied=True)
 
 
-async def _settle(ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult) -> ToolResult:
+async def _settle(
+    ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult, *, denied: bool = False
+) -> ToolResult:
     """Ledger first, then use: if the key was already recorded, the stored result is the result."""
     result = await ctx.journal.ledger_put(key, loop, call, result)
+    tool_settled(call.name, is_error=result.is_error, denied=denied)
     ctx.journal.event(
         ToolCallCompleted(tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content)
     )

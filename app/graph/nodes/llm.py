@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
+from app.graph.telemetry import ModelCall, model_call
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolSpec
 from app.runtime.events import MessageCompleted, MessageDelta, ToolCallRequested, UsageEvent
 from app.runtime.journal import ModelUsage
@@ -22,15 +23,19 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         tools = await ctx.tools.specs()
     except McpGatewayUnavailable as exc:
         return failed("mcp_gateway_unavailable", str(exc))
-    try:
-        response = await _stream(ctx, _request(state, ctx, tools))
-    except ProviderError as exc:
-        return failed(exc.code, exc.message)
+    model = str(ctx.model.get("name") or ctx.model["provider"])
+    request = _request(state, ctx, tools)
+    with model_call(str(ctx.model["provider"]), model, request.max_tokens) as call:
+        try:
+            response = await _stream(ctx, request, call)
+        except ProviderError as exc:
+            call.failed(exc.code)
+            return failed(exc.code, exc.message)
+        call.finished(response)
     journal = ctx.journal
     journal.event(MessageCompleted(text=response.text))
     journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens))
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
-    model = str(ctx.model.get("name") or ctx.model["provider"])
     journal.assistant_message(assistant, ModelUsage(model, response.input_tokens, response.output_tokens))
     return {
         "pending": response.tool_calls,
@@ -55,10 +60,11 @@ def _request(state: TurnState, ctx: TurnContext, tools: list[ToolSpec]) -> Model
     )
 
 
-async def _stream(ctx: TurnContext, request: ModelRequest) -> ModelResponse:
+async def _stream(ctx: TurnContext, request: ModelRequest, call: ModelCall) -> ModelResponse:
     journal = ctx.journal
     async for item in ctx.provider.stream(request):
         if isinstance(item, TextDelta):
+            call.text()
             journal.event(MessageDelta(text=item.text))
         else:
             return item

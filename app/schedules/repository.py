@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from app.core.pagination import paginate
+from app.core.repository import TenantRepository
+from app.models import Schedule, ScheduleFiring
+
+
+class ScheduleRepository(TenantRepository[Schedule]):
+    model = Schedule
+
+    async def get(self, owner_sub: str | None, schedule_id: uuid.UUID) -> Schedule | None:
+        return await self.first(self.owned(owner_sub).where(Schedule.id == schedule_id))
+
+    async def page(self, owner_sub: str | None, *, limit: int, cursor: str | None) -> list[Schedule]:
+        stmt = paginate(
+            self.owned(owner_sub), created_at=Schedule.created_at, row_id=Schedule.id, limit=limit, cursor=cursor
+        )
+        return await self.all(stmt)
+
+    async def firings(self, schedule_id: uuid.UUID, *, limit: int) -> list[ScheduleFiring]:
+        stmt = (
+            select(ScheduleFiring)
+            .where(ScheduleFiring.tenant_id == self.tenant_id, ScheduleFiring.schedule_id == schedule_id)
+            .order_by(ScheduleFiring.scheduled_for.desc())
+            .limit(limit)
+        )
+        return await self.all(stmt)
+
+
+class DueSchedules:
+    """The scheduler's sweep across tenants (each firing then runs as its schedule's owner)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def claim(self, now: datetime, *, limit: int) -> list[Schedule]:
+        """Due schedules, locked for this transaction; rows another replica holds are skipped."""
+        stmt = (
+            select(Schedule)
+            .where(Schedule.enabled.is_(True), Schedule.next_fire_at <= now)
+            .order_by(Schedule.next_fire_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list((await self.session.execute(stmt)).scalars().all())
+
+    async def unstarted(self, before: datetime, *, limit: int) -> list[tuple[ScheduleFiring, Schedule]]:
+        """Firings claimed before `before` whose turn has not started (their replica died in between)."""
+        stmt = (
+            select(ScheduleFiring, Schedule)
+            .join(Schedule, Schedule.id == ScheduleFiring.schedule_id)
+            .where(ScheduleFiring.started.is_(False), ScheduleFiring.created_at < before)
+            .order_by(ScheduleFiring.created_at)
+            .limit(limit)
+        )
+        return [(f, s) for f, s in (await self.session.execute(stmt)).all()]
+
+    async def mark(self, firing_id: uuid.UUID, *, error: str | None) -> None:
+        stmt = update(ScheduleFiring).where(ScheduleFiring.id == firing_id).values(started=True, error=error)
+        await self.session.execute(stmt)
