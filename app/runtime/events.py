@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+UsageKind = Literal["model", "compaction", "plan"]
 EndStatus = Literal["interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
 """How a run of a turn ends (`interrupted` waits for approvals; the others are terminal)."""
 
@@ -65,6 +66,8 @@ class MessageDelta(EventBody):
 class MessageCompleted(EventBody):
     type: Literal["message.completed"] = "message.completed"
     text: str
+    stop_reason: str | None = None
+    """Why the model stopped: `end_turn`, `tool_use`, `max_tokens`, … (as the provider said)."""
 
 
 class ToolCallRequested(EventBody):
@@ -117,6 +120,7 @@ class UsageEvent(EventBody):
     type: Literal["usage"] = "usage"
     input_tokens: int
     output_tokens: int
+    kind: UsageKind = "model"
 
 
 class TurnEnded(EventBody):

@@ -25,6 +25,7 @@ from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease, orphaned_turns
 from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.quota import LedgerQuota
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore
@@ -167,6 +168,7 @@ class TurnManager:
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
+            quota=LedgerQuota(self.store.sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
         )
 
     async def wait_for_events(self, turn_id: uuid.UUID, poll_seconds: float) -> None:

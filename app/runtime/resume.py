@@ -6,8 +6,10 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Session, Turn
+from app.governance.limits import Ceilings
+from app.models import Session, TenantLimits, Turn
 from app.runtime.journal import HumanDecision, TurnIdentity, TurnRun
+from app.runtime.quota import token_quota_of
 from app.runtime.store import TurnStore
 
 
@@ -27,6 +29,8 @@ async def resume_run(
         input=turn.input,
         max_loops=turn.max_loops,
         max_output_tokens=turn.max_output_tokens,
+        max_total_tokens=turn.max_total_tokens,
+        token_quota=token_quota_of(Ceilings.of(_columns(await db.get(TenantLimits, turn.tenant_id)))),
         last_seq=last_seq,
         loop_count=turn.loop_count,
         input_tokens=turn.input_tokens,
@@ -37,3 +41,7 @@ async def resume_run(
         pending=list(assistant.tool_calls),
         last_text=assistant.content,
     )
+
+
+def _columns(row: TenantLimits | None) -> dict[str, object] | None:
+    return None if row is None else {c: getattr(row, c) for c in Ceilings.__dataclass_fields__}

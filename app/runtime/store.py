@@ -73,7 +73,8 @@ def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": usage.model,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "created_at": utcnow(),
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "kind": usage.kind,
+        "created_at": utcnow(),
     }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from app.providers.base import ChatMessage
 from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
 from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService
@@ -96,6 +97,8 @@ class TurnService:
             history=history,
             max_loops=limits.max_loops,
             max_output_tokens=limits.max_output_tokens,
+            max_total_tokens=limits.max_total_tokens,
+            token_quota=token_quota_of(admission.ceilings),
         )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
