@@ -1,30 +1,41 @@
-"""Long-lived collaborators built by the lifespan and handed to routers through dependencies."""
+"""The application's long-lived collaborators, built once by the lifespan and read by dependencies.
+
+Built only when every part exists, and frozen: a dependency never meets a half-built state, and
+nothing needs an `Optional` checked at each use.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
+from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sql import Sql
+from app.runtime.manager import TurnManager
 from app.settings import Settings
 
-if TYPE_CHECKING:
-    from app.runtime.manager import TurnManager
 
-
-@dataclass
-class Container:
+@dataclass(frozen=True, slots=True)
+class AppState:
     settings: Settings
     engine: AsyncEngine
+    """The SQLAlchemy engine of the REST resources (ORM units of work)."""
     session_factory: async_sessionmaker[AsyncSession]
     verifier: TokenVerifier
     http: httpx.AsyncClient
-    sql: Sql | None = field(default=None)
-    """Hot-path statements (app/core/sql.py); set by the lifespan."""
-    turns: TurnManager | None = field(default=None)
-    signing: SigningKeys | None = field(default=None)
+    sql: Sql
+    """Hot-path statements (app/core/sql.py)."""
+    signing: SigningKeys
+    """The keys of the per-turn tokens this service mints."""
+    turns: TurnManager
+    """The turn engine (app/runtime)."""
+    claude_sdk: ClaudeSdkRuntime
+    """The `claude_sdk` runtime and its pool of Claude Code processes."""
+
+
+Container = AppState
+"""The former name, kept so code written against it keeps working."""

@@ -1,4 +1,4 @@
-"""Typed FastAPI dependencies: the container, the request's unit of work, the caller."""
+"""Typed FastAPI dependencies: the application state and its narrow parts, the unit of work, the caller."""
 
 from __future__ import annotations
 
@@ -7,24 +7,56 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.auth.principal import Principal
-from app.container import Container
+from app.auth.signing import SigningKeys
+from app.container import AppState
 from app.core.db import unit_of_work
 from app.core.logs import bind
+from app.core.sql import Sql
 from app.errors import Forbidden, Unauthorized
+from app.runtime.manager import TurnManager
+from app.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
 
 
-async def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> AppState:
     """Async on purpose: FastAPI runs plain `def` dependencies in a worker thread."""
-    container: Container = request.app.state.container
-    return container
+    state: AppState = request.app.state.container
+    return state
 
 
-ContainerDep = Annotated[Container, Depends(get_container)]
+ContainerDep = Annotated[AppState, Depends(get_container)]
+AppStateDep = ContainerDep
+
+
+async def get_app_settings(state: ContainerDep) -> Settings:
+    return state.settings
+
+
+async def get_engine(state: ContainerDep) -> AsyncEngine:
+    return state.engine
+
+
+async def get_sql(state: ContainerDep) -> Sql:
+    return state.sql
+
+
+async def get_signing(state: ContainerDep) -> SigningKeys:
+    return state.signing
+
+
+async def get_turn_manager(state: ContainerDep) -> TurnManager:
+    return state.turns
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
+SqlDep = Annotated[Sql, Depends(get_sql)]
+SigningDep = Annotated[SigningKeys, Depends(get_signing)]
+TurnManagerDep = Annotated[TurnManager, Depends(get_turn_manager)]
 
 
 async def get_db(container: ContainerDep) -> AsyncIterator[AsyncSession]:

@@ -66,7 +66,7 @@ class RuleViolation(AppError):
 
 
 class TooManyRequests(AppError):
-    """A tenant ceiling refuses the request for now (429 with `Retry-After` in whole seconds)."""
+    """A ceiling refuses the request for now (429 with `Retry-After` in whole seconds); `code` names it."""
 
     status, title = 429, "Too Many Requests"
 

@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.metrics import observe_pools
 from app.core.problems import problem_responses
-from app.deps import ContainerDep
+from app.deps import EngineDep, SqlDep
 from app.errors import ServiceUnavailable
 
 READY_TIMEOUT_SECONDS = 3.0
@@ -30,9 +30,9 @@ async def healthz() -> Health:
 
 
 @router.get("/readyz", operation_id="readyz", response_model=Health, responses=problem_responses(503))
-async def readyz(container: ContainerDep) -> Health:
+async def readyz(engine: EngineDep) -> Health:
     try:
-        async with asyncio.timeout(READY_TIMEOUT_SECONDS), container.engine.connect() as conn:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS), engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except (SQLAlchemyError, OSError) as exc:  # OSError covers refused connections and TimeoutError
         raise ServiceUnavailable("Database is unreachable") from exc
@@ -40,6 +40,6 @@ async def readyz(container: ContainerDep) -> Health:
 
 
 @router.get("/metrics", operation_id="metrics", response_class=PlainTextResponse)
-async def metrics(container: ContainerDep) -> PlainTextResponse:
-    observe_pools(container.engine, container.sql)
+async def metrics(engine: EngineDep, sql: SqlDep) -> PlainTextResponse:
+    observe_pools(engine, sql)
     return PlainTextResponse(generate_latest().decode(), media_type=CONTENT_TYPE_LATEST)

@@ -16,7 +16,10 @@ from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
-from app.container import Container
+from app.claude_sdk.options import Provider
+from app.claude_sdk.pool import ClientPool
+from app.claude_sdk.runtime import ClaudeSdkRuntime
+from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
@@ -77,13 +80,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if tracing.enabled():
         instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-    container = Container(
-        settings=settings,
-        engine=engine,
-        session_factory=create_session_factory(engine),
-        verifier=build_verifier(settings, http),
-        http=http,
-    )
     anthropic_client = build_anthropic_client(
         settings.anthropic.api_key,
         settings.anthropic.base_url,
@@ -103,26 +99,37 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_engine=_context_engine(settings, http),
         gateway=_gateway(settings),
     )
-    container.signing = signing
     listener = None if is_sqlite(url) else EventListener(engine.url)
     if listener is not None:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
-    container.sql = sql
-    container.turns = TurnManager(
+    claude_sdk = _claude_sdk(settings)
+    turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtime=LangGraphRuntime(),
+        runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
         providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
         outbound=outbound,
         listener=listener,
     )
-    app.state.container = container
-    await container.turns.start()
+    app.state.container = AppState(
+        settings=settings,
+        engine=engine,
+        session_factory=create_session_factory(engine),
+        verifier=build_verifier(settings, http),
+        http=http,
+        sql=sql,
+        signing=signing,
+        turns=turns,
+        claude_sdk=claude_sdk,
+    )
+    await turns.start()
+    claude_sdk.pool.start_reaper()
     try:
         yield
     finally:
-        await container.turns.shutdown()
+        await turns.shutdown()
+        await claude_sdk.pool.close_all()
         if listener is not None:
             await listener.close()
         if outbound.gateway is not None:
@@ -134,6 +141,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await engine.dispose()
         if observability.otel_exporter_otlp_endpoint:
             tracing.shutdown_tracing()
+
+
+def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
+    config = settings.claude_sdk
+    return ClaudeSdkRuntime(
+        pool=ClientPool(max_sessions=config.max_sessions, idle_seconds=config.idle_seconds),
+        data_dir=settings.data_dir,
+        provider=Provider(api_key=settings.anthropic.api_key, base_url=settings.anthropic.base_url),
+        cli_path=config.cli_path,
+    )
 
 
 def _context_engine(settings: Settings, http: httpx.AsyncClient) -> ContextEngineClient | None:

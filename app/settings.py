@@ -87,6 +87,18 @@ class McpGatewaySettings(BaseSettings):
     timeout_seconds: float = 30.0
 
 
+class ClaudeSdkSettings(BaseSettings):
+    """The `claude_sdk` runtime: one Claude Code process per active session (app/claude_sdk/pool.py)."""
+
+    model_config = _group("CLAUDE_SDK_")
+    max_sessions: int = Field(default=8, ge=1, le=1000)
+    """Live Claude Code processes per replica; a turn beyond it answers 429 `too_many_turns`."""
+    idle_seconds: float = Field(default=300.0, gt=0)
+    """A session's process is closed after this long without a turn."""
+    cli_path: Path | None = None
+    """The Claude Code executable; unset = the one bundled in the `claude-agent-sdk` wheel."""
+
+
 class HttpSettings(BaseSettings):
     model_config = _group("")
     cors_origins: CommaList = Field(default_factory=list)
@@ -123,6 +135,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 

@@ -75,8 +75,8 @@ def test_the_rules_see_the_modules_they_judge() -> None:
     assert "app.runtime.manager" in IMPORTS["app.turns.service"]
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("app.graph")))
-def test_the_graph_reaches_the_engine_only_through_its_port(module: str) -> None:
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(("app.graph", "app.claude_sdk"))))
+def test_the_runtimes_reach_the_engine_only_through_its_port(module: str) -> None:
     engine = {i for i in IMPORTS[module] if i.startswith(("app.runtime", "app.turns"))}
     assert engine <= PORT, f"{module} imports {sorted(engine - PORT)}"
 

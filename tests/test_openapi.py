@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -139,14 +140,14 @@ async def test_readyz_is_ready_with_a_reachable_database(client: httpx.AsyncClie
 
 async def test_readyz_is_503_problem_when_the_database_goes_away(database_url: str, tmp_path: Path) -> None:
     async with running_app(make_settings(database_url, tmp_path)) as (app, client):
-        container = app.state.container
-        healthy = container.engine
-        container.engine = create_engine(UNREACHABLE_DB)
+        healthy = app.state.container
+        unreachable = create_engine(UNREACHABLE_DB)
+        app.state.container = dataclasses.replace(healthy, engine=unreachable)
         try:
             response = await client.get("/readyz")
         finally:
-            await container.engine.dispose()
-            container.engine = healthy
+            await unreachable.dispose()
+            app.state.container = healthy
         assert response.status_code == 503
         assert response.headers["content-type"] == PROBLEM
         body = response.json()

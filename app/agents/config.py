@@ -5,14 +5,20 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
 
 from app.governance.policy import PolicyRule, ToolGlob
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
+CLAUDE_TOOL_NAMES = ("Read", "Write", "Edit", "Glob", "Grep")
+"""Claude Code's own tools an agent of the `claude_sdk` runtime may list as `claude:NAME`: the file
+tools, confined to the session's working directory by our gate (app/claude_sdk/surface.py). The
+shell and web tools are not offered: nothing here can confine them (docs/decisions.md)."""
 _TOOL_REF = re.compile(
-    r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63})$"
+    r"^(builtin:(" + "|".join(BUILTIN_TOOL_NAMES) + r")|mcp:[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+    r"|claude:(" + "|".join(CLAUDE_TOOL_NAMES) + r"))$"
 )
+Runtime = Literal["langgraph", "claude_sdk"]
 
 
 class _Strict(BaseModel):
@@ -68,25 +74,36 @@ class ContextConfig(_Strict):
 class AgentConfig(_Strict):
     model: ModelConfig
     system_prompt: str = Field(default="", max_length=200_000)
+    runtime: Runtime = "langgraph"
+    """Declared before `tools`, whose validation depends on it."""
     tools: list[str] = Field(default_factory=list, max_length=100)
     tool_blacklist: list[ToolGlob] = Field(default_factory=list, max_length=200)
     policies: list[PolicyRule] = Field(default_factory=list, max_length=500)
     limits: Limits = Field(default_factory=Limits)
     context: ContextConfig = Field(default_factory=ContextConfig)
-    runtime: Literal["langgraph"] = "langgraph"
 
     @field_validator("tools")
     @classmethod
-    def _tool_refs(cls, tools: list[str]) -> list[str]:
+    def _tool_refs(cls, tools: list[str], info: ValidationInfo) -> list[str]:
         for ref in tools:
             if not _TOOL_REF.match(ref):
                 names = ", ".join(BUILTIN_TOOL_NAMES)
+                claude = ", ".join(CLAUDE_TOOL_NAMES)
                 raise ValueError(
-                    f"unknown tool reference {ref!r}: use builtin:NAME ({names}) or mcp:SERVER_ID"
+                    f"unknown tool reference {ref!r}: use builtin:NAME ({names}), mcp:SERVER_ID"
+                    f" or, with runtime claude_sdk, claude:NAME ({claude})"
                 )
+            if ref.startswith("claude:") and info.data.get("runtime") != "claude_sdk":
+                raise ValueError(f"{ref!r}: claude:NAME tools need \"runtime\": \"claude_sdk\"")
         if len(set(tools)) != len(tools):
             raise ValueError("tools must not repeat")
         return tools
+
+    @model_validator(mode="after")
+    def _runtime_model(self) -> AgentConfig:
+        if self.runtime == "claude_sdk" and self.model.provider != "anthropic":
+            raise ValueError("the claude_sdk runtime needs model.provider \"anthropic\" (Claude Code speaks its API)")
+        return self
 
     @field_validator("policies")
     @classmethod

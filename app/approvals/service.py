@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.approvals import schemas
@@ -19,9 +18,12 @@ from app.models import Approval, Session, Turn
 from app.models.base import utcnow
 from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.quota import token_quota_of
 from app.runtime.resume import resume_run
 from app.runtime.stream import TurnStream
+from app.sessions.repository import SessionRepository
 from app.turns.repository import TurnRepository
+from app.usage.service import LimitsService
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +34,6 @@ class Resumed:
 
 class ApprovalService:
     def __init__(self, container: Container, principal: Principal) -> None:
-        assert container.turns is not None
         self.container = container
         self.manager: TurnManager = container.turns
         self.principal = principal
@@ -75,7 +76,7 @@ class ApprovalService:
         # A client may decide as soon as it sees approval.required, while the run is still settling.
         await self.manager.wait(turn_id)
         async with unit_of_work(self.container.session_factory) as db:
-            turn = await self._lock_turn(db, turn_id)
+            turn, session = await self._lock_turn(db, turn_id)
             for item in body.decisions:
                 approval = await self._load(db, item.approval_id, for_update=True)
                 if approval.turn_id != turn.id:
@@ -89,7 +90,7 @@ class ApprovalService:
                 return schemas.StillWaiting(
                     turn_id=turn.id, pending=[schemas.Approval.model_validate(a) for a in waiting]
                 )
-            run = await self._claim(db, turn, ids[-1], {a.tool_call_id: _human(a) for a in batch})
+            run = await self._claim(db, turn, session, ids[-1], {a.tool_call_id: _human(a) for a in batch})
         return Resumed(turn.id, self.manager.launch(run))
 
     async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
@@ -98,14 +99,14 @@ class ApprovalService:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
-    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> tuple[Turn, Session]:
         turn = await self._visible_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
-        session = await db.get(Session, turn.session_id)
+        session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)
         if session is None or session.status == "closed":
             raise Conflict(f"Session {turn.session_id} is closed")
-        return turn
+        return turn, session
 
     def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:
         if approval.status != "pending":
@@ -117,24 +118,20 @@ class ApprovalService:
         approval.decided_at = utcnow()
 
     async def _claim(
-        self, db: AsyncSession, turn: Turn, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
+        self,
+        db: AsyncSession,
+        turn: Turn,
+        session: Session,
+        approval_id: uuid.UUID,
+        decisions: dict[str, HumanDecision],
     ) -> TurnRun:
-        claimed = await db.execute(
-            update(Turn)
-            .where(Turn.id == turn.id, Turn.status == "interrupted")
-            .values(
-                status="running",
-                resumed_by=approval_id,
-                runner_id=self.manager.runner_id,
-                updated_at=utcnow(),
-                concurrency_slot=None,  # a resume is never refused for concurrency (app/runtime/admission.py)
-            )
-            .returning(Turn.id)
-        )
-        if claimed.first() is None:
+        turns = TurnRepository(db, self.principal.tenant_id)
+        if not await turns.claim_for_resume(turn.id, approval_id=approval_id, runner_id=self.manager.runner_id):
             raise Conflict(f"Turn {turn.id} was resumed by another decision")
         await db.refresh(turn)
-        return await resume_run(db, self.manager.store, turn, approval_id, decisions)
+        ceilings = await LimitsService(db, self.principal).ceilings()
+        quota = token_quota_of(ceilings)
+        return await resume_run(self.manager.store, turn, session, approval_id, decisions, token_quota=quota)
 
 
 def _human(approval: Approval) -> HumanDecision:

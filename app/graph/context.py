@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.agents.config import AgentConfig
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
@@ -16,7 +17,12 @@ from app.tools.toolbox import ToolBox
 @dataclass(slots=True)
 class TurnContext:
     ident: TurnIdentity
-    snapshot: dict[str, Any]
+    config: AgentConfig
+    """The pinned snapshot, validated once per run, but for its `policies` (left empty here): the
+    policy gate judges the stored rules itself and fails closed on one it cannot read, so a rule
+    stored under older rules denies instead of crashing the turn."""
+    model: dict[str, Any]
+    """The snapshot's `model` block as stored: what providers read (`ModelRequest.model`)."""
     journal: TurnJournal
     """Where the nodes record everything: events, messages, receipts, the ledger, approvals."""
     provider: Provider
@@ -30,7 +36,8 @@ class TurnContext:
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
         return cls(
             ident=run.ident,
-            snapshot=run.snapshot,
+            config=AgentConfig.model_validate({**run.snapshot, "policies": []}),
+            model=run.snapshot["model"],
             journal=journal,
             provider=services.provider,
             tools=services.tools,
@@ -39,8 +46,3 @@ class TurnContext:
             context_token=services.context_token,
             quota=services.quota,
         )
-
-    @property
-    def model(self) -> dict[str, Any]:
-        model: dict[str, Any] = self.snapshot["model"]
-        return model

@@ -70,6 +70,11 @@ class RunnerLease:
             except (OSError, SQLAlchemyError) as exc:
                 log.warning("heartbeat failed (%s)", type(exc).__name__)
 
+    async def orphans(self) -> list[tuple[uuid.UUID, str]]:
+        """(turn id, tenant id) of every orphaned turn, across tenants: the sweep ends them all."""
+        async with self._engine.connect() as conn:
+            return [(row.id, row.tenant_id) for row in await conn.execute(orphaned_turns())]
+
     async def heartbeat(self) -> None:
         async with self._engine.connect() as conn:
             moved = await conn.execute(update(Runner).where(Runner.id == self.runner_id).values(heartbeat_at=utcnow()))

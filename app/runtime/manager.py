@@ -6,10 +6,10 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -18,26 +18,23 @@ from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
 from app.governance.gate import Governance
-from app.models import Turn, TurnEvent
-from app.models.base import utcnow
 from app.providers.registry import ProviderRegistry
-from app.runtime.events import EndStatus, TurnEnded, stamp
-from app.runtime.journal import TurnRun, TurnRuntime, TurnServices
-from app.runtime.lease import RunnerLease, orphaned_turns
-from app.runtime.notify import EventListener, notify_followers, request_cancel
+from app.runtime.events import EndStatus
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.lease import RunnerLease
+from app.runtime.notify import EventListener, request_cancel
 from app.runtime.quota import LedgerQuota
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
-from app.runtime.store import TurnStore
+from app.runtime.store import TurnStore, end_unowned_turn
 from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import ToolBox
 
 log = logging.getLogger(__name__)
+DEFAULT_RUNTIME = "langgraph"
 LISTEN_POLL_SECONDS = 2.0
 REMOTE_CANCEL_SECONDS = 5.0
-RECOVERY_SEQ_GAP = 10_000
-"""Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 
 
 @dataclass(slots=True)
@@ -63,7 +60,7 @@ class TurnManager:
         *,
         engine: AsyncEngine,
         sql: Sql,
-        runtime: TurnRuntime,
+        runtimes: Mapping[str, TurnRuntime],
         providers: ProviderRegistry,
         outbound: Outbound,
         listener: EventListener | None = None,
@@ -73,7 +70,8 @@ class TurnManager:
         self.listener = listener
         self.store = TurnStore(sql)
         self.flusher = BatchFlusher(sql)
-        self.runtime = runtime
+        self.runtimes = dict(runtimes)
+        """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
         self.providers = providers
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
@@ -121,7 +119,8 @@ class TurnManager:
         turn_id = run.ident.turn_id
         journal = TurnRecorder(run.ident, run.owner_sub, stream, self.store)
         task = asyncio.create_task(
-            execute(self.runtime, run, self._services(run), journal, stream, self.store), name=f"turn-{turn_id}"
+            execute(self.runtime_of(run), run, self._services(run), journal, stream, self.store),
+            name=f"turn-{turn_id}",
         )
         task.add_done_callback(lambda _: self._forget(turn_id))
         self._live[turn_id] = LiveTurn(stream, task)
@@ -132,6 +131,10 @@ class TurnManager:
     def _forget(self, turn_id: uuid.UUID) -> None:
         self._live.pop(turn_id, None)
         LIVE_TURNS.set(len(self._live))
+
+    def runtime_of(self, run: TurnRun) -> TurnRuntime:
+        name = str(run.snapshot.get("runtime", DEFAULT_RUNTIME))
+        return self.runtimes.get(name) or UnavailableRuntime(name)
 
     def _services(self, run: TurnRun) -> TurnServices:
         snapshot, out = run.snapshot, self.outbound
@@ -207,49 +210,8 @@ class TurnManager:
     async def end_orphan(
         self, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
     ) -> bool:
-        """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
-
-        A turn that was `running` may have streamed events its dead run never stored, so its
-        closing event skips ahead: sequence numbers are never reused, even after a crash.
-        """
-        async with self.engine.begin() as conn:
-            this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-            before = await conn.scalar(select(Turn.status).where(*this_turn).with_for_update())
-            if before not in ("running", "interrupted"):
-                return False
-            last = await conn.scalar(
-                select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
-            )
-            seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
-            row = (
-                await conn.execute(
-                    update(Turn)
-                    .where(*this_turn)
-                    .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
-                    .returning(Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count)
-                )
-            ).one()
-            ended = TurnEnded.of(
-                status,
-                final_output=row.final_output,
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                loop_count=row.loop_count,
-                error=error,
-            )
-            await conn.execute(
-                insert(TurnEvent).values(
-                    turn_id=turn_id,
-                    seq=seq,
-                    tenant_id=tenant_id,
-                    type=ended.type,
-                    data=stamp(str(turn_id), seq, ended),
-                    created_at=utcnow(),
-                )
-            )
-            if conn.dialect.name == "postgresql":
-                await notify_followers(conn, turn_id)
-        return True
+        """End a running or interrupted turn that no task of this process runs (a crash, a cancel)."""
+        return await end_unowned_turn(self.engine, tenant_id, turn_id, status=status, error=error)
 
     async def recover(self) -> int:
         """Turns left `running` by a process that died (its lease lapsed) are failed with `server_restarted`.
@@ -258,8 +220,7 @@ class TurnManager:
         recovery is logged and skipped; the next sweep tries again.
         """
         try:
-            async with self.autocommit.connect() as conn:
-                orphans = list(await conn.execute(orphaned_turns()))
+            orphans = await self.lease.orphans()
         except (OSError, SQLAlchemyError) as exc:
             log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
             return 0
@@ -271,6 +232,17 @@ class TurnManager:
         if ended:
             log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)
         return ended
+
+
+class UnavailableRuntime:
+    """Stands in for a runtime this process does not have: the run fails at once, with a reason."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
+        error = {"code": "runtime_unavailable", "message": f"runtime {self.name!r} is not available in this service"}
+        yield Progress(status="failed", error=error)
 
 
 def _bind(credentials: TurnCredentials, audience: str) -> Any:

@@ -13,9 +13,10 @@ from functools import lru_cache
 from typing import Any
 
 import asyncpg
-from sqlalchemy import Table, bindparam, func, insert, select
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
@@ -42,7 +43,9 @@ from app.runtime.admission import (
     with_tenant_admission,
 )
 from app.runtime.batch import Settle
+from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.notify import notify_followers
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -141,6 +144,8 @@ LEDGER_PUT = {
     )
     for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 }
+RECOVERY_SEQ_GAP = 10_000
+"""Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 CURRENT_STATUS = Query(
     select(Turn.status).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
 )
@@ -269,3 +274,52 @@ class TurnStore:
 
 async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
     return [chat_message(r) for r in await sql.fetch(HISTORY, {"tenant_id": tenant_id, "session_id": session_id})]
+
+
+async def end_unowned_turn(
+    engine: AsyncEngine, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
+) -> bool:
+    """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
+
+    A turn that was `running` may have streamed events its dead run never stored, so its
+    closing event skips ahead: sequence numbers are never reused, even after a crash.
+    False if the turn had already ended.
+    """
+    async with engine.begin() as conn:
+        this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
+        before = await conn.scalar(select(Turn.status).where(*this_turn).with_for_update())
+        if before not in ("running", "interrupted"):
+            return False
+        last = await conn.scalar(
+            select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
+        )
+        seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
+        row = (
+            await conn.execute(
+                update(Turn)
+                .where(*this_turn)
+                .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
+                .returning(Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count)
+            )
+        ).one()
+        ended = TurnEnded.of(
+            status,
+            final_output=row.final_output,
+            input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens,
+            loop_count=row.loop_count,
+            error=error,
+        )
+        await conn.execute(
+            insert(TurnEvent).values(
+                turn_id=turn_id,
+                seq=seq,
+                tenant_id=tenant_id,
+                type=ended.type,
+                data=stamp(str(turn_id), seq, ended),
+                created_at=utcnow(),
+            )
+        )
+        if conn.dialect.name == "postgresql":
+            await notify_followers(conn, turn_id)
+    return True

@@ -22,7 +22,6 @@ from app.sessions.repository import MessageRepository, SessionRepository
 
 async def new_session(container: Container, principal: Principal, data: schemas.SessionCreate) -> schemas.Session:
     """One statement when the agent version can be pinned; otherwise the ORM path, for its precise error."""
-    assert container.sql is not None
     row = await create_pinned(
         container.sql, tenant_id=principal.tenant_id, owner_sub=principal.sub, agent_id=data.agent_id,
         version=data.agent_version, metadata=data.metadata,

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, update
 
 from app.auth.principal import Principal
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import ACTIVE_STATUSES, Turn, TurnEvent
+from app.models import ACTIVE_STATUSES, Approval, Turn, TurnEvent
+from app.models.base import utcnow
 
 
 class TurnRepository(TenantRepository[Turn]):
@@ -22,6 +23,30 @@ class TurnRepository(TenantRepository[Turn]):
         """The turn if the principal may see it; `for_update` locks only a row that passes that filter."""
         stmt = self.visible(principal).where(Turn.id == turn_id)
         return await self.first(stmt.with_for_update() if for_update else stmt)
+
+    async def claim_for_resume(self, turn_id: uuid.UUID, *, approval_id: uuid.UUID, runner_id: uuid.UUID) -> bool:
+        """Move an interrupted turn back to `running` for this runner; False if another decision did first."""
+        claimed = await self.session.execute(
+            update(Turn)
+            .where(Turn.tenant_id == self.tenant_id, Turn.id == turn_id, Turn.status == "interrupted")
+            .values(  # a resume is never refused for concurrency: it holds no slot (app/runtime/admission.py)
+                status="running",
+                resumed_by=approval_id,
+                runner_id=runner_id,
+                updated_at=utcnow(),
+                concurrency_slot=None,
+            )
+            .returning(Turn.id)
+        )
+        return claimed.first() is not None
+
+    async def expire_pending_approvals(self, turn_id: uuid.UUID) -> None:
+        """The approvals of a turn that ended without their decisions can no longer be decided."""
+        await self.session.execute(
+            update(Approval)
+            .where(Approval.tenant_id == self.tenant_id, Approval.turn_id == turn_id, Approval.status == "pending")
+            .values(status="expired")
+        )
 
     async def active_in(self, session_id: uuid.UUID) -> Turn | None:
         return await self.first(self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES)))

@@ -6,8 +6,8 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
@@ -16,9 +16,9 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, NotFound, TooManyRequests
 from app.governance.limits import effective_limits
-from app.models import ACTIVE_STATUSES, Approval, Turn
+from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
@@ -34,11 +34,11 @@ from app.turns.repository import TurnRepository
 POLL_SECONDS = 0.5
 SETTLE_POLLS = 20
 REPLAY_PAGE = 1000
+CLAUDE_SDK_RETRY_SECONDS = 5
 
 
 class TurnService:
     def __init__(self, container: Container, principal: Principal) -> None:
-        assert container.turns is not None
         self.container = container
         self.manager: TurnManager = container.turns
         self.principal = principal
@@ -69,6 +69,7 @@ class TurnService:
             raise NotFound(f"Session {session_id} not found")
         if session["status"] == "closed":
             raise Conflict(f"Session {session_id} is closed")
+        self._admit_runtime(session["id"], session["snapshot"])
         now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
@@ -100,6 +101,16 @@ class TurnService:
             max_total_tokens=limits.max_total_tokens,
             token_quota=token_quota_of(admission.ceilings),
         )
+
+    def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
+        """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
+        runtime = self.container.claude_sdk
+        if snapshot.get("runtime") == "claude_sdk" and not runtime.admits(session_id):
+            raise TooManyRequests(
+                "too_many_turns",
+                f"this replica already runs its maximum of {runtime.pool.max_sessions} Claude Code sessions",
+                retry_after=CLAUDE_SDK_RETRY_SECONDS,
+            )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
         async with self._uow() as db:
@@ -134,7 +145,7 @@ class TurnService:
             if not remote:
                 await self.manager.end_orphan(self.principal.tenant_id, turn_id, status="cancelled", error=None)
         async with self._uow() as db:
-            await expire_pending_approvals(db, turn_id)
+            await TurnRepository(db, self.principal.tenant_id).expire_pending_approvals(turn_id)
         return await self.get(turn_id)
 
     async def _cancelled_elsewhere(self, turn_id: uuid.UUID) -> bool:
@@ -151,6 +162,7 @@ class TurnService:
         if active is not None:
             with contextlib.suppress(Conflict):
                 await self.cancel(active.id)
+        await self.container.claude_sdk.close_session(session_id)
 
     async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
         """Frames after `after`: stored ones, then live ones, up to and including the next `turn.ended`."""
@@ -188,12 +200,6 @@ class TurnService:
                 after = seq
             if len(rows) < REPLAY_PAGE:
                 return
-
-
-async def expire_pending_approvals(db: AsyncSession, turn_id: uuid.UUID) -> None:
-    await db.execute(
-        update(Approval).where(Approval.turn_id == turn_id, Approval.status == "pending").values(status="expired")
-    )
 
 
 def _busy(active: Turn | None) -> Conflict:

@@ -26,6 +26,10 @@ def _with(**changes: Any) -> dict[str, Any]:
         (_with(policies=[{"id": "p", "point": "tool", "verdict": "deny"}]), "policies.0"),
         (_with(policies=[{"id": "p", "point": "tool", "tool": "*", "verdict": "maybe"}]), "policies.0.verdict"),
         (_with(runtime="other"), "runtime"),
+        (_with(tools=["claude:Read"]), "tools"),
+        (_with(runtime="langgraph", tools=["builtin:echo", "claude:Write"]), "tools"),
+        (_with(runtime="claude_sdk", tools=["claude:Bash"]), "tools"),
+        (_with(runtime="claude_sdk"), ""),
         (_with(surprise=True), "surprise"),
     ],
 )
@@ -37,7 +41,7 @@ async def test_invalid_config_names_the_field(
     assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
     locations = [".".join(e["loc"]) for e in body["errors"]]
-    assert any(loc.startswith(f"body.config.{field}") for loc in locations), locations
+    assert any(loc.startswith(f"body.config.{field}".rstrip(".")) for loc in locations), locations
     assert body["status"] == 422
     assert body["title"]
     assert body["type"]
@@ -79,3 +83,15 @@ async def test_patching_in_mcp_tools_without_a_gateway_is_refused(
     assert response.status_code == 422, response.text
     assert response.json()["code"] == "mcp_gateway_not_configured"
     assert (await client.get(f"/agents/{agent['id']}", headers=alice)).json()["version"] == 1
+
+
+async def test_a_claude_sdk_agent_may_list_claude_tools(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
+    config = {
+        "model": {"provider": "anthropic", "name": "claude-sonnet-4-5"},
+        "runtime": "claude_sdk",
+        "tools": ["builtin:echo", "claude:Read", "claude:Grep"],
+    }
+    response = await client.post("/agents", json={"name": "coder", "config": config}, headers=alice)
+    assert response.status_code == 201, response.text
+    assert response.json()["config"]["runtime"] == "claude_sdk"
+    assert response.json()["config"]["tools"] == ["builtin:echo", "claude:Read", "claude:Grep"]

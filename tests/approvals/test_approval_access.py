@@ -137,3 +137,4 @@ async def test_json_resume_answers_the_completed_turn(client: httpx.AsyncClient,
     assert turn["status"] == "completed"
     assert turn["final_output"] == "all done"
     assert turn["resumed_by"] == approval_id
+

@@ -13,6 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.agents.config import AgentConfig
 from app.governance.gate import Governance
 from app.governance.policy import Decision, PolicySet, parse_rules
 from app.graph.context import TurnContext
@@ -130,9 +131,11 @@ def node_runtime(
     snapshot: dict[str, Any] | None = None,
 ) -> Runtime[TurnContext]:
     model = {"provider": "scripted", "name": "scripted-1", "script": script or [{"text": "hello"}]}
+    document = {"model": model, "system_prompt": "be brief", "tools": list(tools), **(snapshot or {})}
     context = TurnContext(
         ident=journal.ident,
-        snapshot={"model": model, "system_prompt": "be brief", "tools": list(tools), **(snapshot or {})},
+        config=AgentConfig.model_validate(document),
+        model=model,
         journal=journal,
         provider=provider or ScriptedProvider(),
         tools=ToolBox(tool_refs=list(tools), gateway=None, gateway_token=None, team_unit="default"),

@@ -12,7 +12,7 @@ from sqlalchemy import insert, select
 from app.core.db import create_engine
 from app.models import Turn, TurnEvent
 from app.models.base import utcnow
-from app.runtime.manager import RECOVERY_SEQ_GAP
+from app.runtime.store import RECOVERY_SEQ_GAP
 from tests.conftest import make_settings, running_app
 from tests.sse import read_turn
 from tests.turns.support import POLL_TIMEOUT_SECONDS, scripted_session

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 from app.runtime.events import EventBody
 from app.runtime.journal import Progress, TurnIdentity, TurnRun
+from app.runtime.manager import TurnManager
 from app.runtime.runner import execute
 from tests.graph.memory import MemoryJournal
 
@@ -51,8 +53,8 @@ class GatedStream:
 def _run() -> TurnRun:
     ident = TurnIdentity("tenant", uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
     return TurnRun(
-        ident=ident, agent_version=1, owner_sub="alice", snapshot={}, input="hi", history=[], max_loops=3,
-        max_output_tokens=100,
+        ident=ident, agent_version=1, owner_sub="alice", snapshot={"runtime": "elsewhere"}, input="hi", history=[],
+        max_loops=3, max_output_tokens=100,
     )  # fmt: skip
 
 
@@ -83,3 +85,12 @@ async def test_a_shutdown_while_settling_keeps_the_decided_outcome() -> None:
     stream.gate.set()
     assert await asyncio.wait_for(task, 10) == "cancelled"
     assert [data["status"] for kind, data in stream.events if kind == "turn.ended"] == ["cancelled"]
+
+
+async def test_a_runtime_this_process_lacks_fails_the_turn_with_a_reason() -> None:
+    stream = GatedStream()
+    stream.gate.set()
+    runtime = TurnManager.runtime_of(SimpleNamespace(runtimes={}), _run())  # type: ignore[arg-type]
+    assert await execute(runtime, _run(), None, None, stream, None) == "failed"  # type: ignore[arg-type]
+    [ended] = [data for kind, data in stream.events if kind == "turn.ended"]
+    assert ended["error"]["code"] == "runtime_unavailable"

@@ -37,7 +37,7 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
             return {"system": engine_system_prompt(assembled), "prompt": prompt}
     history = state.get("history", [])
     return {
-        "system": ctx.snapshot.get("system_prompt", ""),
+        "system": ctx.config.system_prompt,
         "prompt": compact(history + new_messages),
     }
 
@@ -71,7 +71,7 @@ async def _guardrails(state: TurnState, ctx: TurnContext) -> dict[str, Any] | No
     """Advisory and fail-open: an unreachable engine is audited, a real violation fails the turn."""
     if ctx.context_engine is None or ctx.context_token is None:
         return None
-    hashes = list(ctx.snapshot.get("context", {}).get("guardrail_hashes", []))
+    hashes = list(ctx.config.context.guardrail_hashes)
     try:
         result = await ctx.context_engine.validate_prompt(
             ctx.context_token(),

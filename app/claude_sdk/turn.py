@@ -1,0 +1,219 @@
+"""One run of a turn on a Claude Code session: its SDK messages recorded through the journal.
+
+The turn is also the gate's recorder (app/claude_sdk/gate.py): it keeps the tool ledger (keys are
+`sha256(session_id:loop:tool_call_id)` as on the LangGraph runtime; `loop` counts the model calls
+of the turn that asked for tools), raises approvals, and runs the in-process tools when Claude
+Code calls them. A call that waits for a human stops the SDK turn (the hook answers
+`continue: false`): the run ends `interrupted`, and every later call of the reply is held for the
+resume. Limits are ours too: a reply asking for tools at `max_loops` stops the turn `loop_limit`
+before they run; output beyond `max_output_tokens` stops it `budget_exceeded`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+from app.claude_sdk.events import EventMapper, ModelCall
+from app.claude_sdk.gate import Verdict
+from app.claude_sdk.surface import ToolSurface
+from app.core.metrics import TOKENS, TOOL_CALLS
+from app.governance.policy import Decision, arguments_hash
+from app.providers.base import ChatMessage, ToolCall
+from app.runtime.events import (
+    EndStatus,
+    EventBody,
+    MessageCompleted,
+    MessageDelta,
+    ToolCallCompleted,
+    ToolCallRequested,
+    UsageEvent,
+)
+from app.runtime.journal import ApprovalRequest, ModelUsage, Progress, TurnJournal, TurnRun, TurnServices
+from app.tools.base import ToolResult
+from app.tools.ledger_keys import idempotency_key
+
+log = logging.getLogger(__name__)
+CLOSE_WAIT_SECONDS = 30.0
+"""How long an in-process tool call waits for its model reply to be recorded (it already streamed)."""
+
+_EVENTS: dict[str, type[EventBody]] = {
+    "message.delta": MessageDelta,
+    "message.completed": MessageCompleted,
+    "tool_call.requested": ToolCallRequested,
+    "tool_call.completed": ToolCallCompleted,
+    "usage": UsageEvent,
+}
+
+
+class SdkTurn:
+    def __init__(self, run: TurnRun, services: TurnServices, journal: TurnJournal, surface: ToolSurface) -> None:
+        self.run = run
+        self.services = services
+        self.journal = journal
+        self.surface = surface
+        self.model = str(run.snapshot["model"]["name"])
+        self.progress = Progress(
+            loop_count=run.loop_count,
+            input_tokens=run.input_tokens,
+            output_tokens=run.output_tokens,
+            last_text=run.last_text,
+        )
+        self.mapper = EventMapper()
+        self.calls: dict[str, ToolCall] = {}
+        self.results: dict[str, ToolResult] = {}
+        """Results we produced (denials, in-process runs): what `tool_call.completed` reports."""
+        self.denied: set[str] = set()
+        self.waiting: set[str] = set()
+        """Calls that wait for the resume: Claude Code's error result for them is not theirs."""
+        self.grants: set[tuple[str, str]] = set()
+        """(name, arguments hash) of native calls a human approved: allowed once when made again."""
+        self._queued: dict[tuple[str, str], deque[str]] = {}
+        self._recorded: dict[str, asyncio.Event] = {}
+        self._had_tools = run.resumed
+        """Whether the latest model reply asked for tools (a resumed run continues such a reply)."""
+        self.stop: tuple[EndStatus, dict[str, Any] | None] | None = None
+
+    # -- the gate's recorder ------------------------------------------------------------------
+
+    def key(self, call_id: str) -> str:
+        return idempotency_key(str(self.run.ident.session_id), self.progress.loop_count, call_id)
+
+    async def stored_result(self, tool_call_id: str) -> ToolResult | None:
+        return await self.journal.ledger_get(self.key(tool_call_id))
+
+    def record_decision(self, decision: Decision, *, tool_call_id: str, tool_name: str) -> None:
+        self.journal.decision(decision, tool_call_id=tool_call_id, tool_name=tool_name)
+
+    async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> Verdict:
+        call = ToolCall(id=tool_call_id, name=name, arguments=arguments)
+        self.calls[call.id] = call
+        grant = (name, arguments_hash(arguments))
+        if verdict.outcome == "requires_approval" and grant in self.grants:
+            self.grants.discard(grant)
+            verdict = Verdict("allow")
+        if self.stop is not None or self.progress.loop_count >= self.run.max_loops:
+            self.waiting.add(call.id)
+            if self.stop is None:
+                self.stop = ("loop_limit", None)
+            return Verdict("held")
+        if verdict.outcome == "requires_approval" and verdict.decision is not None:
+            self.waiting.add(call.id)
+            self.stop = ("interrupted", None)
+            await self.journal.request_approvals([ApprovalRequest(call, self.progress.loop_count, verdict.decision)])
+            return verdict
+        if verdict.outcome == "deny":
+            self.denied.add(call.id)
+            self.results[call.id] = await self.journal.ledger_put(
+                self.key(call.id), self.progress.loop_count, call, ToolResult(verdict.message, is_error=True)
+            )
+        elif verdict.outcome == "done" and verdict.stored is not None:
+            self.results[call.id] = verdict.stored
+        if verdict.outcome in ("allow", "done") and not self.surface.is_native(name):
+            self._queued.setdefault(grant, deque()).append(call.id)
+        return verdict
+
+    async def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """An in-process tool call from Claude Code: ledger first, then the turn's toolbox."""
+        queue = self._queued.get((name, arguments_hash(arguments)))
+        if not queue:
+            return ToolResult(f"tool {name!r} was not cleared by the gate", is_error=True)
+        call = self.calls[queue.popleft()]
+        if call.id in self.results:
+            return self.results[call.id]
+        await self._reply_recorded(call.id)
+        key = self.key(call.id)
+        await self.journal.dispatched(key, self.progress.loop_count, call)
+        result = await self.services.tools.run(call, key)
+        self.results[call.id] = await self.journal.ledger_put(key, self.progress.loop_count, call, result)
+        return self.results[call.id]
+
+    async def _reply_recorded(self, call_id: str) -> None:
+        """Claude Code runs a tool only after the reply naming it streamed; wait until we recorded that reply."""
+        event = self._recorded.setdefault(call_id, asyncio.Event())
+        try:
+            async with asyncio.timeout(CLOSE_WAIT_SECONDS):
+                await event.wait()
+        except TimeoutError:
+            log.warning("tool call %s ran before its model reply was recorded", call_id)
+
+    # -- the SDK turn ---------------------------------------------------------------------------
+
+    async def drive(self, client: ClaudeSDKClient, prompt: str | dict[str, Any]) -> AsyncIterator[Progress]:
+        if isinstance(prompt, str):
+            await client.query(prompt)
+        else:
+            await client.query(_one(prompt))
+        async for message in client.receive_response():
+            opened = self.mapper.opened
+            events = self.mapper.map(message)
+            if self.mapper.opened > opened and self._had_tools:
+                self.progress.loop_count += 1  # a new model call after a reply that asked for tools
+            for kind, data in events:
+                await self._event(kind, data)
+            for call in self.mapper.take_closed():
+                await self._closed(client, call)
+            if isinstance(message, ResultMessage):
+                self._finish(message)
+            yield self.progress
+
+    async def _event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "tool_call.completed":
+            call_id = data["tool_call_id"]
+            if call_id in self.waiting:
+                return
+            call = self.calls.get(call_id) or ToolCall(id=call_id, name=data["name"], arguments={})
+            result = self.results.get(call_id)
+            if result is None:  # a native tool Claude Code ran itself
+                result = ToolResult(data["result"], is_error=data["is_error"])
+                result = await self.journal.ledger_put(self.key(call_id), self.progress.loop_count, call, result)
+            data = {**data, "is_error": result.is_error, "result": result.content}
+            self.journal.tool_result(call, result)
+            outcome = "denied" if call_id in self.denied else "error" if result.is_error else "ok"
+            TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
+        self.journal.event(_EVENTS[kind].model_validate(data))
+
+    async def _closed(self, client: ClaudeSDKClient, call: ModelCall) -> None:
+        self._had_tools = bool(call.tool_calls)
+        self.progress.input_tokens += call.input_tokens
+        self.progress.output_tokens += call.output_tokens
+        TOKENS.labels(provider="anthropic", model=self.model, kind="input").inc(call.input_tokens)
+        TOKENS.labels(provider="anthropic", model=self.model, kind="output").inc(call.output_tokens)
+        self.progress.last_text = call.text
+        message = ChatMessage(role="assistant", content=call.text, tool_calls=tuple(call.tool_calls))
+        self.journal.assistant_message(message, ModelUsage(self.model, call.input_tokens, call.output_tokens))
+        for tool_call in call.tool_calls:
+            self._recorded.setdefault(tool_call.id, asyncio.Event()).set()
+        if self.progress.output_tokens >= self.run.max_output_tokens and self.stop is None:
+            self.stop = ("budget_exceeded", self._budget_error())
+            await client.interrupt()
+
+    def _budget_error(self) -> dict[str, Any]:
+        spent = {
+            "input_tokens": self.progress.input_tokens,
+            "output_tokens": self.progress.output_tokens,
+            "loops": self.progress.loop_count,
+        }
+        return {"code": "budget_exceeded", "message": "the turn's output token budget is spent", "spent": spent}
+
+    def _finish(self, result: ResultMessage) -> None:
+        if self.stop is not None:
+            status, error = self.stop
+            self.progress.status = status
+            self.progress.error = error
+            return
+        if result.is_error:
+            self.progress.status = "failed"
+            self.progress.error = {"code": "provider_error", "message": f"Claude Code ended with {result.subtype}"}
+            return
+        self.progress.status = "completed"
+        self.progress.final_output = self.progress.last_text
+
+
+async def _one(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield message
