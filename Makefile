@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench clean lock
+.PHONY: install run test lint typecheck unit bench clean lock browser node-clients screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests bench migrations
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser node-clients
 	$(BIN)/pytest -q
+
+# Debian's chromium for the page's browser tests (tests/web), installed only when missing; Playwright
+# drives it as it is (no browser download). Needs root and Debian's archive, as CI has.
+browser:
+	test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
 
 test: lint unit
 
@@ -34,6 +39,18 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 \
 	  --generate-hashes --no-header --quiet -o requirements.lock
+
+# The README's pictures of the web page, taken by its browser tests (tests/web).
+screenshots: $(STAMP) browser
+	UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/web/test_chat_page.py
+
+# The real AG-UI and AI SDK client libraries (tests/adapters run tests/node/clients.mjs), from the
+# committed package-lock.json, installed when missing.
+node-clients: tests/node/node_modules/.package-lock.json
+
+tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -73,7 +73,7 @@ def _token(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from app.chat import run_chat
 
-    return run_chat(str(args.session_id), base_url=str(args.url), token=args.token)
+    return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent_id=args.agent)
 
 
 def _positive_int(value: str) -> int:
@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=_positive_int, default=3600, help="lifetime in seconds")
     token.set_defaults(func=_token)
     chat = sub.add_parser("chat", help="talk to a session in the terminal")
-    chat.add_argument("session_id")
+    chat.add_argument("session_id", nargs="?", default=None, help="an open session (or use --agent)")
+    chat.add_argument("--agent", default=None, metavar="AGENT_ID", help="start a new session on this agent")
     chat.add_argument("--url", default="http://127.0.0.1:8000")
     chat.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
     chat.set_defaults(func=_chat)

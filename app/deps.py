@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.auth.principal import Principal
 from app.auth.signing import SigningKeys
+from app.auth.stream_token import verify_stream_token
 from app.container import AppState
 from app.core.db import unit_of_work
 from app.core.logs import bind
@@ -84,6 +86,26 @@ async def get_principal(
 
 
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_turn_events_principal(
+    container: ContainerDep,
+    turn_id: uuid.UUID,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    access_token: Annotated[
+        str | None,
+        Query(description="A stream token of this turn (`POST /turns/{turn_id}/stream-token`), for `EventSource`."),
+    ] = None,
+) -> Principal:
+    """The bearer, or a stream token of this very turn: the one route that reads `?access_token=`."""
+    if access_token is None:
+        return await get_principal(container, credentials)
+    principal = verify_stream_token(container.signing, access_token, turn_id, issuer=container.settings.signing.issuer)
+    bind(tenant_id=principal.tenant_id)
+    return principal
+
+
+TurnEventsPrincipal = Annotated[Principal, Depends(get_turn_events_principal)]
 
 
 async def require_admin(principal: CurrentPrincipal) -> Principal:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 
 class AppError(Exception):
     """Base of every expected failure; carries its HTTP status and a stable problem type."""
@@ -63,6 +65,28 @@ class RuleViolation(AppError):
     def __init__(self, code: str, detail: str, **extra: Any) -> None:
         super().__init__(detail, code=code, **extra)
         self.type_slug = code.replace("_", "-")
+
+
+class InvalidDocument(AppError):
+    """A document that fails validation once assembled (e.g. a config after a merge patch): 422, each error located."""
+
+    status, title, type_slug = 422, "Unprocessable Content", "validation-error"
+
+    def __init__(self, detail: str, *, errors: list[dict[str, Any]]) -> None:
+        super().__init__(detail, errors=errors)
+
+    @classmethod
+    def of(cls, exc: ValidationError, *location: str, what: str) -> InvalidDocument:
+        """Each error of `exc` located under `location` (e.g. `body`, `config`); never the input value."""
+        errors = [
+            {"loc": [*location, *(str(p) for p in e["loc"])], "msg": e["msg"], "type": e["type"]} for e in exc.errors()
+        ]
+        fields = ", ".join(".".join(e["loc"]) for e in errors)
+        return cls(f"{what} is invalid: {fields}", errors=errors)
+
+
+class NotAcceptable(AppError):
+    status, title, type_slug = 406, "Not Acceptable", "not-acceptable"
 
 
 class TooManyRequests(AppError):

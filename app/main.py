@@ -10,7 +10,10 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
 
+from app.adapters.router import router as adapters_router
+from app.agents.config import CONFIG_DOCUMENT_MARK
 from app.agents.router import router as agents_router
 from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
@@ -48,6 +51,8 @@ from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
 from app.usage.router import router as usage_router
+from app.web.router import STATIC_DIR
+from app.web.router import router as web_router
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -196,8 +201,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         usage_router,
         memory_router,
         schedules_router,
+        web_router,
+        adapters_router,
     ):
         app.include_router(router)
+    app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
     _publish_event_schemas(app)
     return app
 
@@ -210,6 +218,7 @@ def _publish_event_schemas(app: FastAPI) -> None:
         if app.openapi_schema is None:
             schema = build()
             schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            _refer_config_documents(schema["components"]["schemas"])
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     stream = operation.get("responses", {}).get("200", {}).get("content", {}).get(SSE_MEDIA_TYPE)
@@ -219,3 +228,11 @@ def _publish_event_schemas(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _refer_config_documents(schemas: dict[str, Any]) -> None:
+    """Stored configs are documented as the `AgentConfig` schema itself, never as an anonymous object."""
+    for component in schemas.values():
+        for name, prop in component.get("properties", {}).items():
+            if isinstance(prop, dict) and prop.get(CONFIG_DOCUMENT_MARK):
+                component["properties"][name] = {"$ref": "#/components/schemas/AgentConfig"}

@@ -104,6 +104,8 @@ class HttpSettings(BaseSettings):
     cors_origins: CommaList = Field(default_factory=list)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     sse_ping_seconds: float = Field(default=15.0, gt=0)
+    web_local_sign_in: bool = True
+    """The web page's one-click token for 127.0.0.1 when the service generated its own secret."""
 
 
 class ScheduleSettings(BaseSettings):

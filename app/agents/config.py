@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from app.governance.policy import PolicyRule, ToolGlob
 
@@ -115,3 +124,12 @@ class AgentConfig(_Strict):
 
     def as_document(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
+
+
+CONFIG_DOCUMENT_MARK = "x-agent-config-document"
+ConfigDocument = Annotated[dict[str, Any], WithJsonSchema({"type": "object", CONFIG_DOCUMENT_MARK: True})]
+"""A stored configuration as JSON, documented as `AgentConfig` (it was validated by it when written).
+
+Read back as a plain document, so a version written under an older schema still reads. In OpenAPI
+it is the one `AgentConfig` schema (app.main swaps the mark for a `$ref`), so a generated client
+gets a typed model, not a second inline model named after the property."""

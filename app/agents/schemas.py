@@ -2,11 +2,24 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from app.agents.config import AgentConfig
+from app.agents.config import AgentConfig, ConfigDocument
+
+ConfigPatch = Annotated[
+    dict[str, Any],
+    WithJsonSchema(
+        {
+            "title": "AgentConfigPatch",
+            "type": "object",
+            "additionalProperties": True,
+            "description": "A JSON Merge Patch (RFC 7396) on the current configuration: members present replace "
+            "(objects merge), `null` removes; lists are replaced whole.",
+        }
+    ),
+]
 
 
 class AgentCreate(BaseModel):
@@ -20,7 +33,7 @@ class AgentUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, min_length=1, max_length=200)
     description: str | None = Field(default=None, max_length=5000)
-    config: AgentConfig | None = None
+    config: ConfigPatch | None = None
 
 
 class Agent(BaseModel):
@@ -28,7 +41,7 @@ class Agent(BaseModel):
     name: str
     description: str | None
     version: int
-    config: dict[str, Any]
+    config: ConfigDocument
     created_at: datetime
     updated_at: datetime
     archived_at: datetime | None
@@ -38,6 +51,6 @@ class AgentVersion(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     agent_id: uuid.UUID
     version: int
-    config: dict[str, Any]
+    config: ConfigDocument
     created_at: datetime
     created_by: str

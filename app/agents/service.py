@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents import schemas
 from app.agents.config import AgentConfig
 from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
+from app.core.merge_patch import merge_patch
 from app.core.pagination import Page, page_of
-from app.errors import NotFound, RuleViolation
+from app.errors import InvalidDocument, NotFound, RuleViolation
 from app.governance.limits import excesses
 from app.models import Agent, AgentVersion
 from app.models.base import utcnow
@@ -78,17 +81,17 @@ class AgentService:
 
     async def update(self, agent_id: uuid.UUID, data: schemas.AgentUpdate) -> schemas.Agent:
         agent = await self.load(agent_id, for_update=True)
-        if data.config is not None:
-            await self._check(data.config)
+        version = await self.version(agent_id, agent.current_version)
+        config = version.config if data.config is None else _patched(version.config, data.config)
+        if config != version.config:
+            await self._check(AgentConfig.model_validate(config))
         if data.name is not None:
             agent.name = data.name
         if "description" in data.model_fields_set:
             agent.description = data.description
-        if data.config is not None:
+        if config != version.config:
             agent.current_version += 1
-            version = await self._add_version(agent, agent.current_version, data.config.as_document())
-        else:
-            version = await self.version(agent_id, agent.current_version)
+            version = await self._add_version(agent, agent.current_version, config)
         agent.updated_at = utcnow()
         await self.agents.session.flush()
         return _view(agent, version)
@@ -120,6 +123,14 @@ class AgentService:
                 created_by=self.principal.sub,
             )
         )
+
+
+def _patched(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """The current config with the merge patch applied, validated as a whole like a new config."""
+    try:
+        return AgentConfig.model_validate(merge_patch(current, patch)).as_document()
+    except ValidationError as exc:
+        raise InvalidDocument.of(exc, "body", "config", what="The patched config") from exc
 
 
 def _view(agent: Agent, version: AgentVersion) -> schemas.Agent:

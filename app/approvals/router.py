@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 
 from app.approvals import schemas
@@ -12,7 +12,7 @@ from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
-from app.turns.responses import TURN_RESPONSES, wants_json
+from app.turns.responses import TURN_ACCEPT, TURN_RESPONSES, TurnRepresentation, wants_json
 from app.turns.service import TurnService
 
 router = APIRouter(tags=["approvals"], responses=problem_responses(401, 404, 422))
@@ -26,7 +26,7 @@ Service = Annotated[ApprovalService, Depends(get_service)]
 DECIDE_RESPONSES = {
     **TURN_RESPONSES,
     202: {"model": schemas.StillWaiting, "description": "Recorded; other approvals of the batch still wait"},
-    **problem_responses(409),
+    **problem_responses(406, 409),
 }
 
 
@@ -46,39 +46,49 @@ async def get_approval(approval_id: uuid.UUID, service: Service) -> schemas.Appr
     return await service.get(approval_id)
 
 
-@router.post("/approvals/{approval_id}", operation_id="decideApproval", response_model=None, responses=DECIDE_RESPONSES)
+@router.post(
+    "/approvals/{approval_id}",
+    operation_id="decideApproval",
+    response_model=None,
+    responses=DECIDE_RESPONSES,
+    openapi_extra=TURN_ACCEPT,
+)
 async def decide_approval(
     approval_id: uuid.UUID,
     body: schemas.ApprovalDecision,
-    request: Request,
+    representation: TurnRepresentation,
     service: Service,
     principal: CurrentPrincipal,
 ) -> Response:
     """Approve or deny one gated call; the last decision of its batch resumes the turn (streamed)."""
-    return await _respond(await service.decide(approval_id, body), request, service, principal)
+    return await _respond(await service.decide(approval_id, body), representation, service, principal)
 
 
 @router.post(
-    "/turns/{turn_id}/approvals", operation_id="decideTurnApprovals", response_model=None, responses=DECIDE_RESPONSES
+    "/turns/{turn_id}/approvals",
+    operation_id="decideTurnApprovals",
+    response_model=None,
+    responses=DECIDE_RESPONSES,
+    openapi_extra=TURN_ACCEPT,
 )
 async def decide_turn_approvals(
     turn_id: uuid.UUID,
     body: schemas.BatchDecision,
-    request: Request,
+    representation: TurnRepresentation,
     service: Service,
     principal: CurrentPrincipal,
 ) -> Response:
     """Decide several approvals of one turn at once: all are recorded, or none is."""
-    return await _respond(await service.decide_batch(turn_id, body), request, service, principal)
+    return await _respond(await service.decide_batch(turn_id, body), representation, service, principal)
 
 
 async def _respond(
-    outcome: Resumed | schemas.StillWaiting, request: Request, service: ApprovalService, principal: CurrentPrincipal
+    outcome: Resumed | schemas.StillWaiting, representation: str, service: ApprovalService, principal: CurrentPrincipal
 ) -> Response:
     if isinstance(outcome, schemas.StillWaiting):
         return JSONResponse(outcome.model_dump(mode="json"), status_code=202)
     turns = TurnService(service.container, principal)
-    if wants_json(request):
+    if wants_json(representation):
         return Response((await turns.finished(outcome.turn_id)).model_dump_json(), media_type="application/json")
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(outcome.stream.follow(outcome.stream.first_seq - 1), ping_seconds=ping)

@@ -20,7 +20,8 @@ from jose.exceptions import JOSEError
 from app.auth.principal import Principal
 from app.errors import Unauthorized
 
-OUTBOUND_AUDIENCES = frozenset({"mcp-gateway", "context-engine"})
+OUTBOUND_AUDIENCES = frozenset({"mcp-gateway", "context-engine", "turn-events"})
+"""Audiences of tokens this service mints for others (and of stream tokens): never an API bearer."""
 MAX_LEEWAY_SECONDS = 60
 MAX_IDENTITY_CHARS = 128
 _ALG_BY_KTY = {"RSA": "RS256", "EC": "ES256"}

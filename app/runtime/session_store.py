@@ -58,11 +58,18 @@ CREATE_PINNED = _create_pinned()
 
 
 async def create_pinned(
-    sql: Sql, *, tenant_id: str, owner_sub: str, agent_id: uuid.UUID, version: int | None, metadata: dict[str, Any]
+    sql: Sql,
+    *,
+    tenant_id: str,
+    owner_sub: str,
+    agent_id: uuid.UUID,
+    version: int | None,
+    metadata: dict[str, Any],
+    session_id: uuid.UUID | None = None,
 ) -> Mapping[str, Any] | None:
     """The new session, or None if the tenant has no open agent with that version."""
     params = {
-        "id": uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
+        "id": session_id or uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
         "owner_sub": owner_sub, "metadata": metadata, "now": utcnow(),
     }  # fmt: skip
     return await sql.fetchrow(CREATE_PINNED, params)

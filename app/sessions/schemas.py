@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.agents.config import ConfigDocument
 from app.core.bounds import Version
 
 
@@ -23,7 +24,7 @@ class Session(BaseModel):
     agent_version: int
     owner: str = Field(validation_alias="owner_sub")
     status: Literal["open", "closed"]
-    snapshot: dict[str, Any]
+    snapshot: ConfigDocument
     metadata: dict[str, Any] = Field(validation_alias="meta")
     created_at: datetime
     closed_at: datetime | None

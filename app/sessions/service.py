@@ -20,11 +20,17 @@ from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SessionRepository
 
 
-async def new_session(container: Container, principal: Principal, data: schemas.SessionCreate) -> schemas.Session:
-    """One statement when the agent version can be pinned; otherwise the ORM path, for its precise error."""
+async def new_session(
+    container: Container, principal: Principal, data: schemas.SessionCreate, *, session_id: uuid.UUID | None = None
+) -> schemas.Session:
+    """One statement when the agent version can be pinned; otherwise the ORM path, for its precise error.
+
+    `session_id` names the new session (a protocol adapter derives it from its thread id); a session
+    with that id already existing fails on the primary key.
+    """
     row = await create_pinned(
         container.sql, tenant_id=principal.tenant_id, owner_sub=principal.sub, agent_id=data.agent_id,
-        version=data.agent_version, metadata=data.metadata,
+        version=data.agent_version, metadata=data.metadata, session_id=session_id,
     )  # fmt: skip
     if row is not None:
         return schemas.Session.model_validate(dict(row))

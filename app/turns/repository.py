@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, func, select, update
 
 from app.auth.principal import Principal
 from app.core.pagination import paginate
@@ -63,3 +63,10 @@ class TurnRepository(TenantRepository[Turn]):
             .limit(limit)
         )
         return [(r.seq, r.type, r.data) for r in await self.session.execute(stmt)]
+
+    async def last_seq_of(self, turn_id: uuid.UUID, event_type: str) -> int | None:
+        """The sequence number of the turn's latest event of this type (e.g. where its latest run started)."""
+        stmt = select(func.max(TurnEvent.seq)).where(
+            TurnEvent.tenant_id == self.tenant_id, TurnEvent.turn_id == turn_id, TurnEvent.type == event_type
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none()

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, status
+from fastapi import APIRouter, Header, Query, status
 from fastapi.responses import Response
 
 from app.core.bounds import INT32_MAX
@@ -12,7 +12,16 @@ from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
 from app.runtime.events import SSE_RESPONSE
 from app.turns import schemas
-from app.turns.responses import TURN_RESPONSES, TurnServiceDep, wants_json
+from app.turns.responses import (
+    STREAM_ACCEPT,
+    TURN_ACCEPT,
+    TURN_RESPONSES,
+    EventsServiceDep,
+    StreamRepresentation,
+    TurnRepresentation,
+    TurnServiceDep,
+    wants_json,
+)
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
 
@@ -24,12 +33,15 @@ Service = TurnServiceDep
     "/sessions/{session_id}/turns",
     operation_id="createTurn",
     response_model=None,
-    responses={**TURN_RESPONSES, **problem_responses(409)},
+    responses={**TURN_RESPONSES, **problem_responses(406, 409)},
+    openapi_extra=TURN_ACCEPT,
 )
-async def create_turn(session_id: uuid.UUID, body: schemas.TurnCreate, request: Request, service: Service) -> Response:
+async def create_turn(
+    session_id: uuid.UUID, body: schemas.TurnCreate, representation: TurnRepresentation, service: Service
+) -> Response:
     """Run one turn. Streams its events (default), or answers the finished turn for `Accept: application/json`."""
     turn_id, stream = await service.start(session_id, body)
-    if wants_json(request):
+    if wants_json(representation):
         return Response((await service.finished(turn_id)).model_dump_json(), media_type="application/json")
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(stream.follow(0), ping_seconds=ping)
@@ -55,11 +67,13 @@ async def get_turn(turn_id: uuid.UUID, service: Service) -> schemas.Turn:
     operation_id="streamTurnEvents",
     response_model=None,
     response_class=EventStreamResponse,
-    responses=SSE_RESPONSE,
+    responses={**SSE_RESPONSE, **problem_responses(406)},
+    openapi_extra=STREAM_ACCEPT,
 )
 async def turn_events(
     turn_id: uuid.UUID,
-    service: Service,
+    service: EventsServiceDep,
+    _: StreamRepresentation,
     after: Annotated[int | None, Query(ge=0, le=INT32_MAX, description="Replay events with seq > after")] = None,
     last_event_id: Annotated[int | None, Header(ge=0, le=INT32_MAX)] = None,
 ) -> Response:
@@ -68,6 +82,16 @@ async def turn_events(
     await service.get(turn_id)
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(service.follow(turn_id, start), ping_seconds=ping)
+
+
+@router.post(
+    "/turns/{turn_id}/stream-token",
+    operation_id="createStreamToken",
+    response_model=schemas.StreamToken,
+)
+async def create_stream_token(turn_id: uuid.UUID, service: Service) -> schemas.StreamToken:
+    """A token (≤ 60 s) that only `GET /turns/{turn_id}/events?access_token=…` accepts, for `EventSource`."""
+    return await service.stream_token(turn_id)
 
 
 @router.post(

@@ -61,3 +61,8 @@ class Turn(BaseModel):
 class TurnPage(BaseModel):
     items: list[Turn]
     next_cursor: str | None = None
+
+
+class StreamToken(BaseModel):
+    token: str
+    expires_in: int = Field(description="Seconds the token stays valid (at most 60)")

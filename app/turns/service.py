@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
+from app.auth.stream_token import mint_stream_token
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
@@ -130,6 +131,15 @@ class TurnService:
             )
         items, next_cursor = page_of(rows, limit)
         return schemas.TurnPage(items=[schemas.Turn.of(t) for t in items], next_cursor=next_cursor)
+
+    async def stream_token(self, turn_id: uuid.UUID) -> schemas.StreamToken:
+        """Only for a turn the caller may read: the token carries the same tenant and owner checks."""
+        await self.get(turn_id)
+        assert self.container.signing is not None
+        minted = mint_stream_token(
+            self.container.signing, self.principal, turn_id, issuer=self.container.settings.signing.issuer
+        )
+        return schemas.StreamToken(token=minted.token, expires_in=minted.expires_in)
 
     async def finished(self, turn_id: uuid.UUID) -> schemas.Turn:
         """Wait for this process's run of the turn to end, then read it."""

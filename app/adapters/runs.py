@@ -1,0 +1,118 @@
+"""What both protocol adapters share: a thread is a session, a run is a turn (or the latest run of one).
+
+A protocol's thread id names a session of the caller on the agent: a thread id that already is one
+of the caller's sessions on this agent is that session; any other id maps to a session whose id is
+derived from (tenant, caller, agent, thread) — created on first use, found again on the next
+request, with no table of its own. Events come from the turn's log (`TurnService.follow`, stored
+then live), so a run replays through an adapter exactly as through `GET /turns/{id}/events`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from app.approvals.schemas import ApprovalDecision
+from app.approvals.service import ApprovalService, Resumed
+from app.auth.principal import Principal
+from app.container import Container
+from app.core.db import unit_of_work
+from app.core.sql import INTEGRITY_ERRORS
+from app.errors import Conflict, NotFound
+from app.sessions.repository import SessionRepository
+from app.sessions.schemas import SessionCreate
+from app.sessions.service import new_session
+from app.turns.repository import TurnRepository
+from app.turns.schemas import TurnCreate
+from app.turns.service import TurnService
+
+THREAD_NAMESPACE = uuid.UUID("6f1c2a52-4b7e-4d55-9a53-0c7e8f3b2d19")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of a turn as an adapter streams it: the turn's events from the log, in order."""
+
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    events: AsyncGenerator[dict[str, Any], None]
+
+
+def thread_session_id(principal: Principal, agent_id: uuid.UUID, thread_id: str) -> uuid.UUID:
+    return uuid.uuid5(THREAD_NAMESPACE, "\x00".join((principal.tenant_id, principal.sub, str(agent_id), thread_id)))
+
+
+async def events_of(frames: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
+    """The data objects of SSE frames (a chunk may hold several frames; every frame has one `data:` line)."""
+    async for chunk in frames:
+        for line in chunk.split(b"\n"):
+            if line.startswith(b"data: "):
+                yield orjson.loads(line[6:])
+
+
+class AdapterRuns:
+    def __init__(self, container: Container, principal: Principal) -> None:
+        self.container = container
+        self.principal = principal
+        self.turns = TurnService(container, principal)
+
+    async def thread(self, agent_id: uuid.UUID, thread_id: str) -> uuid.UUID:
+        """The session of this thread, created on first use (404 for an unknown or archived agent)."""
+        derived = thread_session_id(self.principal, agent_id, thread_id)
+        candidates = [derived]
+        with contextlib.suppress(ValueError):
+            candidates.insert(0, uuid.UUID(thread_id))
+        async with unit_of_work(self.container.session_factory) as db:
+            repository = SessionRepository(db, self.principal.tenant_id)
+            for session_id in candidates:
+                session = await repository.get(self.principal, session_id)
+                if session is not None and session.agent_id == agent_id:
+                    if session.status != "open":
+                        raise Conflict(f"Session {session_id} of thread {thread_id!r} is {session.status}")
+                    return session_id
+        with contextlib.suppress(*INTEGRITY_ERRORS):  # the same thread's other request created it just now
+            await new_session(self.container, self.principal, SessionCreate(agent_id=agent_id), session_id=derived)
+        return derived
+
+    async def start(self, session_id: uuid.UUID, text: str) -> Run:
+        turn_id, stream = await self.turns.start(session_id, TurnCreate(input=text))
+        return Run(session_id, turn_id, events_of(stream.follow(stream.first_seq - 1)))
+
+    async def latest(self, session_id: uuid.UUID) -> Run | None:
+        """The latest run of the session's latest turn (after an approval: the resumed part), or None."""
+        page = await self.turns.list(session_id, limit=1, cursor=None)
+        if not page.items:
+            return None
+        turn_id = page.items[0].id
+        live = self.turns.manager.live(turn_id)
+        if live is not None:  # running here: its latest events may not be written yet
+            started: int | None = live.first_seq
+        else:
+            async with unit_of_work(self.container.session_factory) as db:
+                started = await TurnRepository(db, self.principal.tenant_id).last_seq_of(turn_id, "turn.started")
+        return Run(session_id, turn_id, events_of(self.turns.follow(turn_id, (started or 1) - 1)))
+
+    async def answer(self, session_id: uuid.UUID, decisions: list[tuple[uuid.UUID, ApprovalDecision]]) -> Run | None:
+        """Decide each approval still pending through the approvals service; the run they resume, if any.
+
+        An approval decided already (e.g. through `POST /approvals/{id}`) is skipped, so a client may
+        decide through the API and still answer its protocol's interrupt.
+        """
+        approvals = ApprovalService(self.container, self.principal)
+        resumed = None
+        for approval_id, decision in decisions:
+            current = await approvals.get(approval_id)
+            if current.session_id != session_id:
+                raise NotFound(f"Approval {approval_id} not found in this thread")
+            if current.status != "pending":
+                continue
+            outcome = await approvals.decide(approval_id, decision)
+            if isinstance(outcome, Resumed):
+                follow = outcome.stream.follow(outcome.stream.first_seq - 1)
+                resumed = Run(current.session_id, outcome.turn_id, events_of(follow))
+        return resumed

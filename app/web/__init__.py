@@ -1,0 +1,1 @@
+"""The browser chat page: static files served as they are (no build step, no CDN)."""

@@ -1,0 +1,99 @@
+"""The one-click local token: only from loopback, at a loopback host, with no proxy header and no
+foreign origin, and only while the service runs on the secret it generated itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.auth.secret import load_or_create_secret
+from app.auth.verify import TokenVerifier
+from app.settings import AuthSettings, HttpSettings, Settings
+from app.web.local_sign_in import refusal
+from tests.conftest import make_settings, running_app
+from tests.turns.loopback import serve_on_loopback
+
+LOOPBACK = {"host": "127.0.0.1:8000"}
+
+
+def _generated(database_url: str, folder: Path, **http: object) -> Settings:
+    return make_settings(
+        database_url, folder, auth=AuthSettings(jwt_secret=None, jwks_url=None), http=HttpSettings(**http)
+    )
+
+
+def test_the_rules(database_url: str, tmp_path: Path) -> None:
+    settings = _generated(database_url, tmp_path)
+    assert refusal(settings, peer="127.0.0.1", headers=LOOPBACK) is None
+    assert refusal(settings, peer="::1", headers={"host": "[::1]:8000"}) is None
+    same_origin = {"host": "localhost:8000", "origin": "http://localhost:8000"}
+    assert refusal(settings, peer="127.0.0.1", headers=same_origin) is None
+    for peer, headers in [
+        ("10.0.0.7", LOOPBACK),
+        ("192.168.1.2", LOOPBACK),
+        (None, LOOPBACK),
+        ("127.0.0.1", {**LOOPBACK, "x-forwarded-for": "203.0.113.9"}),
+        ("127.0.0.1", {**LOOPBACK, "forwarded": "for=203.0.113.9"}),
+        ("127.0.0.1", {**LOOPBACK, "x-real-ip": "203.0.113.9"}),
+        ("127.0.0.1", {"host": "rebound.example:8000"}),
+        ("127.0.0.1", {**LOOPBACK, "origin": "https://evil.example"}),
+    ]:
+        assert refusal(settings, peer=peer, headers=headers) is not None, (peer, headers)
+
+
+@pytest.mark.parametrize(
+    "auth",
+    [
+        AuthSettings(jwt_secret="x" * 40),
+        AuthSettings(jwt_secret=None, jwks_url="https://idp.example/jwks", issuer="i", audience="a"),
+    ],
+)
+def test_off_when_the_operator_configured_auth(database_url: str, tmp_path: Path, auth: AuthSettings) -> None:
+    settings = make_settings(database_url, tmp_path, auth=auth)
+    assert "configured with its own authentication" in str(refusal(settings, peer="127.0.0.1", headers=LOOPBACK))
+
+
+def test_off_when_switched_off(database_url: str, tmp_path: Path) -> None:
+    settings = _generated(database_url, tmp_path, web_local_sign_in=False)
+    assert "WEB_LOCAL_SIGN_IN" in str(refusal(settings, peer="127.0.0.1", headers=LOOPBACK))
+
+
+async def test_a_local_request_gets_a_token_the_api_accepts(database_url: str, tmp_path: Path) -> None:
+    settings = _generated(database_url, tmp_path)
+    async with serve_on_loopback(settings) as base_url, httpx.AsyncClient(base_url=base_url) as client:
+        assert (await client.get("/web/sign-in")).json() == {"local": True, "reason": None}
+        response = await client.post("/web/local-token")
+        assert response.status_code == 200, response.text
+        assert response.headers["cache-control"] == "no-store"
+        token = response.json()["token"]
+        agents = await client.get("/agents", headers={"Authorization": f"Bearer {token}"})
+        assert agents.status_code == 200
+        proxied = await client.post("/web/local-token", headers={"X-Forwarded-For": "203.0.113.9"})
+        assert proxied.status_code == 403
+        assert proxied.headers["content-type"] == "application/problem+json"
+    principal = await TokenVerifier(secret=load_or_create_secret(tmp_path)).verify(token)
+    assert (principal.tenant_id, principal.sub, principal.is_admin) == ("local", "local", True)
+
+
+async def test_a_request_that_is_not_from_loopback_is_refused(database_url: str, tmp_path: Path) -> None:
+    """httpx's ASGI transport presents the client as 127.0.0.1 with host `testserver`: the host rule refuses it."""
+    async with running_app(_generated(database_url, tmp_path)) as (_, client):
+        response = await client.post("/web/local-token")
+        assert response.status_code == 403
+        assert "127.0.0.1 or http://localhost" in response.json()["detail"]
+        assert (await client.get("/web/sign-in")).json()["local"] is False
+
+
+async def test_the_page_and_its_files_are_served(client: httpx.AsyncClient) -> None:
+    page = await client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert '<script src="/web/static/app.js"' in page.text
+    for asset, media in [("/web/static/app.js", "javascript"), ("/web/static/style.css", "text/css")]:
+        response = await client.get(asset)
+        assert response.status_code == 200, asset
+        assert media in response.headers["content-type"]
+    assert "http://" not in page.text.replace("http://127.0.0.1", "")  # nothing fetched from elsewhere
