@@ -15,16 +15,21 @@ router = APIRouter(tags=["usage"], responses=problem_responses(401, 422))
 GROUP_KEYS = get_args(schemas.GroupKey)
 
 
-@router.get("/limits", operation_id="getLimits", response_model=schemas.Limits)
-async def get_limits(db: SessionDep, principal: CurrentPrincipal) -> schemas.Limits:
+@router.get("/limits", operation_id="getLimits", response_model=schemas.TenantCeilings)
+async def get_limits(db: SessionDep, principal: CurrentPrincipal) -> schemas.TenantCeilings:
     """The tenant's ceilings (null: no ceiling)."""
     return await LimitsService(db, principal).current()
 
 
 @router.put(
-    "/limits", operation_id="replaceLimits", response_model=schemas.Limits, responses=problem_responses(403, 409)
+    "/limits",
+    operation_id="replaceLimits",
+    response_model=schemas.TenantCeilings,
+    responses=problem_responses(403, 409),
 )
-async def put_limits(body: schemas.LimitsUpdate, db: SessionDep, principal: AdminPrincipal) -> schemas.Limits:
+async def put_limits(
+    body: schemas.TenantCeilingsUpdate, db: SessionDep, principal: AdminPrincipal
+) -> schemas.TenantCeilings:
     """Replace the tenant's ceilings (role admin). Refused with 422 `ceiling_below_agent_limit` while an
     active agent sets a limit above a new ceiling; everything else is clamped at run time."""
     return await LimitsService(db, principal).replace(body)

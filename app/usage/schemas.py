@@ -15,7 +15,7 @@ class TokenQuota(BaseModel):
     tokens: int = Field(ge=1, le=10**15)
 
 
-class LimitsUpdate(BaseModel):
+class TenantCeilingsUpdate(BaseModel):
     """The tenant's ceilings, replaced as a whole; a missing or null field is no ceiling."""
 
     model_config = ConfigDict(extra="forbid")
@@ -26,7 +26,7 @@ class LimitsUpdate(BaseModel):
     token_quota: TokenQuota | None = None
 
 
-class Limits(LimitsUpdate):
+class TenantCeilings(TenantCeilingsUpdate):
     updated_by: str | None = None
     updated_at: datetime | None = None
 

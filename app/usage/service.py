@@ -30,11 +30,11 @@ class LimitsService:
         row = await self.limits.get()
         return Ceilings() if row is None else _ceilings(row)
 
-    async def current(self) -> schemas.Limits:
+    async def current(self) -> schemas.TenantCeilings:
         row = await self.limits.get()
-        return schemas.Limits() if row is None else _view(row)
+        return schemas.TenantCeilings() if row is None else _view(row)
 
-    async def replace(self, body: schemas.LimitsUpdate) -> schemas.Limits:
+    async def replace(self, body: schemas.TenantCeilingsUpdate) -> schemas.TenantCeilings:
         """Replace the ceilings; refused (nothing changed) while an active agent sets a limit above one.
 
         Agents that leave a limit unset, sessions pinned to older agent versions and turn requests
@@ -155,11 +155,11 @@ def _ceilings(row: TenantLimits) -> Ceilings:
     )
 
 
-def _view(row: TenantLimits) -> schemas.Limits:
+def _view(row: TenantLimits) -> schemas.TenantCeilings:
     quota = None
     if row.quota_period is not None and row.quota_tokens is not None:
         quota = schemas.TokenQuota(period=row.quota_period, tokens=row.quota_tokens)  # type: ignore[arg-type]
-    return schemas.Limits(
+    return schemas.TenantCeilings(
         max_loops=row.max_loops,
         max_output_tokens=row.max_output_tokens,
         max_total_tokens=row.max_total_tokens,
