@@ -1,4 +1,4 @@
-"""The `agent-runtime` command: serve | migrate | token | chat."""
+"""The `agent-runtime` command: serve | migrate | token | chat | rotate-secrets-key."""
 
 from __future__ import annotations
 
@@ -76,6 +76,32 @@ def _chat(args: argparse.Namespace) -> int:
     return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent_id=args.agent)
 
 
+def _rotate_secrets_key(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.core.db import create_engine
+    from app.credentials.rotation import rotate_secrets_key
+    from app.secrets.keyring import SecretsKeyring
+
+    settings = get_settings()
+    keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
+
+    async def run() -> int:
+        engine = create_engine(settings.database_url)
+        try:
+            report = await rotate_secrets_key(engine, keyring, prune=args.prune)
+        finally:
+            await engine.dispose()
+        print(f"new key {report.new_key_id}: {report.resealed} credential(s) re-sealed")
+        if report.unreadable:
+            print(f"{report.unreadable} credential(s) no key of the file opens were left as they are", file=sys.stderr)
+        if report.pruned:
+            print(f"removed unused key(s): {', '.join(report.pruned)}")
+        return 0
+
+    return asyncio.run(run())
+
+
 def _positive_int(value: str) -> int:
     try:
         number = int(value)
@@ -107,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--url", default="http://127.0.0.1:8000")
     chat.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
     chat.set_defaults(func=_chat)
+    rotate = sub.add_parser(
+        "rotate-secrets-key", help="add a new key to SECRETS_KEY_FILE and re-encrypt every stored provider key"
+    )
+    rotate.add_argument(
+        "--prune", action="store_true", help="then drop old keys no row uses (after every replica reloaded)"
+    )
+    rotate.set_defaults(func=_rotate_secrets_key)
     return parser
 
 

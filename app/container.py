@@ -16,6 +16,7 @@ from app.auth.verify import TokenVerifier
 from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
+from app.secrets.box import SecretBox
 from app.settings import Settings
 
 
@@ -33,6 +34,8 @@ class AppState:
     """The keys of the per-turn tokens this service mints."""
     turns: TurnManager
     """The turn engine (app/runtime)."""
+    secret_box: SecretBox
+    """The keys that seal stored provider keys (SECRETS_KEY_FILE)."""
     claude_sdk: ClaudeSdkRuntime
     """The `claude_sdk` runtime and its pool of Claude Code processes."""
 

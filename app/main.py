@@ -33,19 +33,23 @@ from app.core.json_guard import JsonBodyGuard
 from app.core.logs import configure_logging
 from app.core.migrate import upgrade_head
 from app.core.problems import install_problem_handlers
-from app.core.sql import open_sql
+from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
+from app.credentials.resolver import CredentialResolver, EnvironmentKey
+from app.credentials.router import router as credentials_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
 from app.policies.router import router as policies_router
-from app.providers.anthropic import AnthropicProvider, build_anthropic_client
+from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router
+from app.secrets.box import SecretBox
+from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -85,12 +89,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if tracing.enabled():
         instrument_engine(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-    anthropic_client = build_anthropic_client(
-        settings.anthropic.api_key,
-        settings.anthropic.base_url,
-        settings.anthropic.timeout_seconds,
-        settings.anthropic.max_retries,
-    )
+    keyring = await asyncio.to_thread(SecretsKeyring.load_or_create, settings.secrets.key_file, settings.data_dir)
+    secret_box = SecretBox(keyring)
+    provider_clients = _provider_clients(settings)
     signing = await asyncio.to_thread(
         SigningKeys.load_or_create,
         settings.signing.key_file,
@@ -113,7 +114,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine=engine,
         sql=sql,
         runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
-        providers=ProviderRegistry.default(AnthropicProvider(anthropic_client)),
+        providers=ProviderRegistry.default(provider_clients, _resolver(settings, sql, secret_box)),
         outbound=outbound,
         listener=listener,
     )
@@ -126,6 +127,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         sql=sql,
         signing=signing,
         turns=turns,
+        secret_box=secret_box,
         claude_sdk=claude_sdk,
     )
     await turns.start()
@@ -139,13 +141,31 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             await listener.close()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
-        if anthropic_client is not None:
-            await anthropic_client.close()
+        await provider_clients.aclose()
         await http.aclose()
         await sql.close()
         await engine.dispose()
         if observability.otel_exporter_otlp_endpoint:
             tracing.shutdown_tracing()
+
+
+def _provider_clients(settings: Settings) -> ProviderClients:
+    return ProviderClients(
+        {
+            "anthropic": ClientOptions(settings.anthropic.timeout_seconds, settings.anthropic.max_retries),
+            "openai": ClientOptions(settings.openai.timeout_seconds, settings.openai.max_retries),
+            "gemini": ClientOptions(settings.gemini.timeout_seconds, settings.gemini.max_retries),
+        }
+    )
+
+
+def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolver:
+    environment = {
+        "anthropic": EnvironmentKey(settings.anthropic.api_key, settings.anthropic.base_url),
+        "openai": EnvironmentKey(settings.openai.api_key, settings.openai.base_url),
+        "gemini": EnvironmentKey(settings.gemini.api_key, settings.gemini.base_url),
+    }
+    return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
 
 
 def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
@@ -199,6 +219,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         approvals_router,
         policies_router,
         usage_router,
+        credentials_router,
         memory_router,
         schedules_router,
         web_router,

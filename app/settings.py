@@ -75,6 +75,39 @@ class AnthropicSettings(BaseSettings):
     max_retries: int = Field(default=2, ge=0)
 
 
+class OpenAISettings(BaseSettings):
+    """The `openai` provider's process-wide defaults (a tenant credential wins over them)."""
+
+    model_config = _group("OPENAI_")
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_seconds: float = 120.0
+    max_retries: int = Field(default=2, ge=0)
+
+
+class GeminiSettings(BaseSettings):
+    """The `gemini` provider's process-wide defaults (a tenant credential wins over them)."""
+
+    model_config = _group("GEMINI_")
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_seconds: float = 120.0
+    max_retries: int = Field(default=2, ge=0)
+
+
+class ProviderSettings(BaseSettings):
+    model_config = _group("PROVIDER_")
+    allowed_hosts: CommaList = Field(default_factory=list)
+    """Hosts a tenant credential's `base_url` may name although they resolve to private,
+    loopback or link-local addresses (an in-cluster vLLM, a local Ollama)."""
+
+
+class SecretsSettings(BaseSettings):
+    model_config = _group("SECRETS_")
+    key_file: Path | None = None
+    """AES-256 keys that encrypt stored provider keys; generated into DATA_DIR when unset."""
+
+
 class ContextEngineSettings(BaseSettings):
     model_config = _group("CONTEXT_ENGINE_")
     url: str | None = None
@@ -134,6 +167,10 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     signing: SigningSettings = Field(default_factory=SigningSettings)
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    gemini: GeminiSettings = Field(default_factory=GeminiSettings)
+    providers: ProviderSettings = Field(default_factory=ProviderSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)

@@ -53,6 +53,11 @@ LLM_AGENT = {
     "tools": ["builtin:echo"],
     "limits": {"max_loops": 4},
 }
+OPENAI_AGENT = {
+    "model": {"provider": "openai", "name": "gpt-mock", "max_tokens": 1024},
+    "tools": ["builtin:echo"],
+    "limits": {"max_loops": 4},
+}
 SCRIPTED_AGENT = {"model": {"provider": "scripted", "script": [{"text": FIFTY_WORDS}]}, "limits": {"max_loops": 4}}
 
 

@@ -4,6 +4,7 @@
     python -m bench.run --quick              # smoke: small counts
     python -m bench.run --concurrency 1,10 --turns 40 --skip-idle
     python -m bench.run --scripted-only --url http://127.0.0.1:8000 --token T --n 50   # issue 3: one JSON line
+    python -m bench.run --scenarios openai-text,openai-tool   # only the `openai` provider vs. its floor
 
 Starts the mock Anthropic server (`bench/mock_anthropic.py`: plain, `--tool-mode`, `--delay-ms 20`), the
 floor (`bench/floor_server.py`) and `agent-runtime serve` (one uvicorn process, a fresh PostgreSQL
@@ -35,6 +36,7 @@ from bench import cpu
 from bench.agents import (
     BENCH_LIMITS,
     LLM_AGENT,
+    OPENAI_AGENT,
     SCRIPTED_AGENT,
     SECRET,
     TOKENS_PER_REPLY,
@@ -54,7 +56,9 @@ from bench.scripted import scripted_only
 
 RESULTS = repo_root() / "bench" / "results" / "latest.json"
 LOGS = repo_root() / "bench" / "results" / "logs"
-SCENARIOS = ("text", "tool", "scripted", "idle")
+SCENARIOS = ("text", "tool", "scripted", "idle", "openai-text", "openai-tool")
+OPENAI_SCENARIOS = ("openai-text", "openai-tool")
+"""The `openai` provider against an OpenAI-compatible mock, with its own floor on the `openai` SDK."""
 AR = "agent-runtime"
 FLOOR = "floor"
 
@@ -127,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scenarios",
         type=_scenarios,
         default=list(SCENARIOS),
-        help="comma list of text,tool,scripted,idle (default all)",
+        help="comma list of text,tool,scripted,idle,openai-text,openai-tool (default all)",
     )
     parser.add_argument("--skip-idle", action="store_true", help="leave out the idle-stream run")
     parser.add_argument(
@@ -222,6 +226,8 @@ def _ar_env(db_url: str, mock_url: str, data_dir: Path, pool: dict[str, str] | N
         AUTH_JWT_SECRET=SECRET,
         ANTHROPIC_BASE_URL=mock_url,
         ANTHROPIC_API_KEY="x",
+        OPENAI_BASE_URL=f"{mock_url}/v1",
+        OPENAI_API_KEY="x",
         DATA_DIR=str(data_dir),
     )
     env.update(pool or {})
@@ -235,6 +241,10 @@ class Phase:
     name: str
     mock_args: list[str]
     scenarios: list[str]
+    mock_module: str = "bench.mock_anthropic"
+    floor_module: str = "bench.floor_server"
+    floor_mock_suffix: str = ""
+    """What the floor's SDK wants after the mock's address (the OpenAI SDK's base URL ends in /v1)."""
     mock: Proc | None = None
     floor: Proc | None = None
     ar: Proc | None = None
@@ -249,7 +259,7 @@ async def start_phase(
         [
             _python(),
             "-m",
-            "bench.mock_anthropic",
+            phase.mock_module,
             "--port",
             str(mock_port),
             "--tokens",
@@ -261,7 +271,15 @@ async def start_phase(
     await asyncio.to_thread(phase.mock.wait_healthy, "/health", timeout=30)
     phase.floor = procs.start(
         f"floor-{phase.name}",
-        [_python(), "-m", "bench.floor_server", "--port", str(floor_port), "--mock", phase.mock.url],
+        [
+            _python(),
+            "-m",
+            phase.floor_module,
+            "--port",
+            str(floor_port),
+            "--mock",
+            phase.mock.url + phase.floor_mock_suffix,
+        ],
         port=floor_port,
     )
     data_dir = work / f"data-{phase.name}"
@@ -361,11 +379,11 @@ async def run_phase(run: Run, phase: Phase) -> None:
             await put_limits(phase.ar.url, BENCH_LIMITS)
         run.agents["llm"] = await create_agent(phase.ar.url, run.token, "bench-llm", LLM_AGENT)
         run.agents["scripted"] = await create_agent(phase.ar.url, run.token, "bench-scripted", SCRIPTED_AGENT)
+        run.agents["openai"] = await create_agent(phase.ar.url, run.token, "bench-openai", OPENAI_AGENT)
     for scenario in phase.scenarios:
-        tool = scenario == "tool"
-        ar_target = ArTarget(
-            phase.ar.url, run.token, run.agents["scripted" if scenario == "scripted" else "llm"], expect_tool=tool
-        )
+        tool = scenario in ("tool", "openai-tool")
+        agent = "scripted" if scenario == "scripted" else "openai" if scenario in OPENAI_SCENARIOS else "llm"
+        ar_target = ArTarget(phase.ar.url, run.token, run.agents[agent], expect_tool=tool)
         servers: list[tuple[str, Proc, TurnFactory]] = [(AR, phase.ar, ar_fn(ar_target))]
         if scenario != "scripted":
             floor_target = FloorTarget(phase.floor.url, expect_tool=tool)
@@ -412,8 +430,20 @@ def phases_for(plan: Plan) -> list[Phase]:
         Phase("text", [], [s for s in ("text", "scripted") if s in wanted]),
         Phase("tool", ["--tool-mode"], ["tool"] if "tool" in wanted else []),
         Phase("idle", ["--delay-ms", f"{plan.idle_delay_ms:g}"], ["idle"] if "idle" in wanted else []),
+        *(
+            Phase(name, ["--tool-mode"] if name == "openai-tool" else [], [name], **_OPENAI_PHASE)
+            for name in OPENAI_SCENARIOS
+            if name in wanted
+        ),
     ]
     return [p for p in phases if p.scenarios]
+
+
+_OPENAI_PHASE: dict[str, Any] = {
+    "mock_module": "bench.mock_openai",
+    "floor_module": "bench.floor_openai",
+    "floor_mock_suffix": "/v1",
+}
 
 
 def _check_environment() -> None:

@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.credentials.schemas import CREDENTIAL_NAME
 from app.governance.policy import PolicyRule, ToolGlob
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
@@ -51,9 +52,17 @@ class ScriptStep(_Strict):
 
 
 class ModelConfig(_Strict):
-    provider: Literal["anthropic", "scripted"]
+    provider: Literal["anthropic", "openai", "gemini", "scripted"]
     name: str | None = Field(default=None, min_length=1, max_length=200)
     max_tokens: StrictInt = Field(default=1024, ge=1, le=128_000)
+    credential: str | None = Field(
+        default=None,
+        pattern=CREDENTIAL_NAME,
+        description="A tenant credential (`/credentials/{name}`); without it, the one named after the provider.",
+    )
+    context_window: StrictInt | None = Field(
+        default=None, ge=1024, le=100_000_000, description="Tokens; overrides the built-in table of known models."
+    )
     script: list[ScriptStep] | None = Field(default=None, min_length=1, max_length=1000)
     chunk_delay_ms: StrictInt = Field(default=0, ge=0, le=10_000)
 
@@ -61,8 +70,8 @@ class ModelConfig(_Strict):
     def _provider_fields(self) -> ModelConfig:
         if self.provider == "scripted" and not self.script:
             raise ValueError("the scripted provider needs a non-empty `script`")
-        if self.provider == "anthropic" and not self.name:
-            raise ValueError("the anthropic provider needs a model `name`")
+        if self.provider != "scripted" and not self.name:
+            raise ValueError(f"the {self.provider} provider needs a model `name`")
         return self
 
 

@@ -5,6 +5,8 @@ from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
 from app.models.audit_record import AuditRecord
 from app.models.base import Base
+from app.models.credential import Credential
+from app.models.credential_setting import CredentialSetting
 from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
@@ -26,6 +28,8 @@ __all__ = [
     "Approval",
     "AuditRecord",
     "Base",
+    "Credential",
+    "CredentialSetting",
     "MemoryItem",
     "Message",
     "PolicyDecision",

@@ -1,16 +1,15 @@
 """Anthropic Messages API behind the Provider protocol: official SDK, streaming, client-side tools only.
 
-The SDK (2.x) speaks `httpx2`, not `httpx`: a custom `http_client` must be an `httpx2.AsyncClient`.
+The SDK (2.x) speaks `httpx2`, not `httpx`: a custom `http_client` must be an `httpx2.AsyncClient`
+(app/providers/clients.py builds the clients).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
 import anthropic
-import httpx2
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
@@ -28,6 +27,8 @@ from app.providers.base import (
     TextDelta,
     ToolSpec,
 )
+from app.providers.errors import MAX_DETAIL_CHARS, code_for_status, redact
+from app.providers.tool_schema import ToolNames, object_schema
 
 AnthropicRole = Literal["user", "assistant"]
 
@@ -42,49 +43,16 @@ _CODE_BY_ERROR_TYPE = {
     "timeout_error": "provider_timeout",
     "api_error": "provider_error",
 }
-_CODE_BY_STATUS = {
-    529: "provider_overloaded",
-    429: "provider_rate_limited",
-    401: "provider_auth_failed",
-    402: "provider_auth_failed",
-    403: "provider_auth_failed",
-    408: "provider_timeout",
-}
-_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
-_MAX_DETAIL_CHARS = 300
-
-
-def build_anthropic_client(
-    api_key: str | None,
-    base_url: str | None,
-    timeout: float,
-    max_retries: int,
-    *,
-    http_client: httpx2.AsyncClient | None = None,
-) -> anthropic.AsyncAnthropic | None:
-    """The SDK client, or None when no API key is configured (the provider then reports it per call)."""
-    if not api_key:
-        return None
-    return anthropic.AsyncAnthropic(
-        api_key=api_key,
-        base_url=base_url,
-        timeout=timeout,
-        max_retries=max_retries,
-        http_client=http_client,
-    )
-
-
 class AnthropicProvider:
-    def __init__(self, client: anthropic.AsyncAnthropic | None) -> None:
+    def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         client = self._client
-        if client is None:
-            raise ProviderError("provider_not_configured", "no Anthropic API key is configured")
         model = _model_name(request)
-        messages = to_anthropic_messages(request.messages)
-        tools = [to_tool_param(spec) for spec in request.tools]
+        names = ToolNames.for_tools("anthropic", request.tools)
+        messages = to_anthropic_messages(request.messages, names)
+        tools = [to_tool_param(spec, names) for spec in request.tools]
         accumulator = MessageAccumulator()
         try:
             stream = await client.messages.create(
@@ -103,7 +71,7 @@ class AnthropicProvider:
         except anthropic.AnthropicError as exc:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
-        yield accumulator.response()
+        yield accumulator.response(names)
 
 
 def _model_name(request: ModelRequest) -> str:
@@ -113,11 +81,15 @@ def _model_name(request: ModelRequest) -> str:
     return name
 
 
-def to_tool_param(spec: ToolSpec) -> ToolParam:
-    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+def to_tool_param(spec: ToolSpec, names: ToolNames) -> ToolParam:
+    return {
+        "name": names.wire(spec.name),
+        "description": spec.description,
+        "input_schema": object_schema(spec.input_schema),
+    }
 
 
-def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
+def to_anthropic_messages(history: Sequence[ChatMessage], names: ToolNames | None = None) -> list[MessageParam]:
     """Neutral history to Anthropic turns: tool results become user blocks, same-role neighbours merge.
 
     The API wants user and assistant to alternate, and all results of one tool-use turn in the single
@@ -125,7 +97,7 @@ def to_anthropic_messages(history: Sequence[ChatMessage]) -> list[MessageParam]:
     """
     turns: list[tuple[AnthropicRole, list[ContentBlockParam]]] = []
     for message in history:
-        role, blocks = _to_blocks(message)
+        role, blocks = _to_blocks(message, names or ToolNames("anthropic"))
         if not blocks:
             continue
         if turns and turns[-1][0] == role:
@@ -141,7 +113,7 @@ def _message_param(role: AnthropicRole, blocks: list[ContentBlockParam]) -> Mess
     return AssistantMessageParam(role="assistant", content=blocks)
 
 
-def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockParam]]:
+def _to_blocks(message: ChatMessage, names: ToolNames) -> tuple[AnthropicRole, list[ContentBlockParam]]:
     if message.role == "tool":
         if not message.tool_call_id:
             raise ProviderError("provider_bad_request", "a tool message in the history has no tool_call_id")
@@ -159,7 +131,7 @@ def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockPa
     if message.role == "user":
         return "user", blocks
     blocks.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        {"type": "tool_use", "id": call.id, "name": names.wire(call.name), "input": call.arguments}
         for call in message.tool_calls
     )
     return "assistant", blocks
@@ -167,7 +139,7 @@ def _to_blocks(message: ChatMessage) -> tuple[AnthropicRole, list[ContentBlockPa
 
 def to_provider_error(exc: anthropic.AnthropicError, *, api_key: str | None) -> ProviderError:
     code, message = _classify(exc)
-    return ProviderError(code, _redact(message, api_key))
+    return ProviderError(code, redact(message, [api_key]))
 
 
 def _classify(exc: anthropic.AnthropicError) -> tuple[str, str]:
@@ -185,10 +157,7 @@ def _status_code(exc: anthropic.APIStatusError) -> str:
     by_type = _CODE_BY_ERROR_TYPE.get(exc.type or "")
     if by_type:
         return by_type
-    by_status = _CODE_BY_STATUS.get(exc.status_code)
-    if by_status:
-        return by_status
-    return "provider_bad_request" if 400 <= exc.status_code < 500 else "provider_error"
+    return code_for_status(exc.status_code)
 
 
 def _status_message(exc: anthropic.APIStatusError) -> str:
@@ -197,13 +166,7 @@ def _status_message(exc: anthropic.APIStatusError) -> str:
     if exc.type:
         message += f" ({exc.type})"
     if exc.api_message:
-        message += f": {exc.api_message[:_MAX_DETAIL_CHARS]}"
+        message += f": {exc.api_message[:MAX_DETAIL_CHARS]}"
     if exc.request_id:
         message += f" [request-id {exc.request_id}]"
     return message
-
-
-def _redact(message: str, api_key: str | None) -> str:
-    if api_key:
-        message = message.replace(api_key, "[redacted]")
-    return _KEY_PATTERN.sub("[redacted]", message)

@@ -14,6 +14,7 @@ from typing import Any
 from anthropic.types import RawMessageStreamEvent
 
 from app.providers.base import ModelResponse, ProviderError, ToolCall
+from app.providers.tool_schema import ToolNames
 
 
 @dataclass(slots=True)
@@ -58,17 +59,17 @@ class MessageAccumulator:
             self.stop_reason = event.delta.stop_reason
         return None
 
-    def response(self) -> ModelResponse:
+    def response(self, names: ToolNames | None = None) -> ModelResponse:
         return ModelResponse(
             text="".join(self.text_parts),
-            tool_calls=[_call(tool) for _, tool in sorted(self.tools.items())],
+            tool_calls=[_call(tool, names or ToolNames("anthropic")) for _, tool in sorted(self.tools.items())],
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             stop_reason=self.stop_reason,
         )
 
 
-def _call(tool: _ToolUse) -> ToolCall:
+def _call(tool: _ToolUse, names: ToolNames) -> ToolCall:
     raw = "".join(tool.json_parts)
     try:
         arguments: Any = json.loads(raw) if raw else {}
@@ -76,4 +77,4 @@ def _call(tool: _ToolUse) -> ToolCall:
         raise ProviderError("provider_error", f"tool call {tool.name!r} came with invalid JSON arguments") from exc
     if not isinstance(arguments, dict):
         raise ProviderError("provider_error", f"tool call {tool.name!r} arguments are not an object")
-    return ToolCall(id=tool.id, name=tool.name, arguments=arguments)
+    return ToolCall(id=tool.id, name=names.ours(tool.name), arguments=arguments)

@@ -25,11 +25,15 @@ KNOWN_WINDOWS: dict[str, tuple[tuple[str, int], ...]] = {
     "openai": (
         ("gpt-3.5-turbo", 16_385),
         ("gpt-4", 8_192),
+        ("gpt-4-32k", 32_768),
+        ("chatgpt-4o", 128_000),
         ("gpt-4-turbo", 128_000),
         ("gpt-4o", 128_000),
         ("gpt-4.1", 1_047_576),
         ("gpt-5", 400_000),
         ("o1", 200_000),
+        ("o1-mini", 128_000),
+        ("o1-preview", 128_000),
         ("o3", 200_000),
         ("o4-mini", 200_000),
     ),
@@ -39,6 +43,7 @@ KNOWN_WINDOWS: dict[str, tuple[tuple[str, int], ...]] = {
         ("gemini-2.0-flash", 1_048_576),
         ("gemini-2.5-flash", 1_048_576),
         ("gemini-2.5-pro", 1_048_576),
+        ("gemini-3", 1_048_576),
     ),
 }  # fmt: skip
 """Model-name prefixes per provider; the longest matching prefix wins."""

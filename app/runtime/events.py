@@ -67,8 +67,11 @@ class MessageDelta(EventBody):
 class MessageCompleted(EventBody):
     type: Literal["message.completed"] = "message.completed"
     text: str
-    stop_reason: str | None = None
-    """Why the model stopped: `end_turn`, `tool_use`, `max_tokens`, … (as the provider said)."""
+    stop_reason: str = Field(
+        default="end_turn",
+        description="Why the model stopped, the same on every provider: `end_turn`, `tool_use`, `max_tokens`, "
+        "`stop_sequence`, `refusal`.",
+    )
 
 
 class ToolCallRequested(EventBody):

@@ -156,7 +156,7 @@ class TurnManager:
         if credentials is not None and out.gateway is not None:
             gateway_token = _bind(credentials, "mcp-gateway")
         return TurnServices(
-            provider=self.providers.get(snapshot["model"]["provider"]),
+            provider=self.providers.for_turn(run.ident.tenant_id, snapshot["model"]),
             tools=ToolBox(
                 tool_refs=list(snapshot.get("tools", [])),
                 gateway=out.gateway,

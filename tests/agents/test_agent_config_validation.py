@@ -15,9 +15,13 @@ def _with(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("config", "field"),
     [
-        (_with(model={"provider": "openai", "name": "x"}), "model.provider"),
+        (_with(model={"provider": "mistral", "name": "x"}), "model.provider"),
         (_with(model={"provider": "scripted"}), "model"),
         (_with(model={"provider": "anthropic"}), "model"),
+        (_with(model={"provider": "openai"}), "model"),
+        (_with(model={"provider": "gemini"}), "model"),
+        (_with(model={"provider": "openai", "name": "gpt-4o", "credential": "Bad Name"}), "model.credential"),
+        (_with(model={"provider": "openai", "name": "gpt-4o", "context_window": 10}), "model.context_window"),
         (_with(tools=["shell:rm"]), "tools"),
         (_with(tools=["builtin:unknown"]), "tools"),
         (_with(limits={"max_loops": 0}), "limits.max_loops"),
@@ -83,6 +87,23 @@ async def test_patching_in_mcp_tools_without_a_gateway_is_refused(
     assert response.status_code == 422, response.text
     assert response.json()["code"] == "mcp_gateway_not_configured"
     assert (await client.get(f"/agents/{agent['id']}", headers=alice)).json()["version"] == 1
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"provider": "openai", "name": "gpt-4o-mini"},
+        {"provider": "openai", "name": "llama3.1:8b", "credential": "local-ollama", "context_window": 131072},
+        {"provider": "gemini", "name": "gemini-2.5-flash", "credential": "team.gemini"},
+    ],
+)
+async def test_every_provider_is_accepted_with_its_credential_and_window(
+    client: httpx.AsyncClient, alice: dict[str, str], model: dict[str, Any]
+) -> None:
+    response = await client.post("/agents", json={"name": "ok", "config": _with(model=model)}, headers=alice)
+
+    assert response.status_code == 201, response.text
+    assert response.json()["config"]["model"] == {"max_tokens": 1024, "chunk_delay_ms": 0, **model}
 
 
 async def test_a_claude_sdk_agent_may_list_claude_tools(client: httpx.AsyncClient, alice: dict[str, str]) -> None:

@@ -87,6 +87,7 @@ async def test_call_llm_streams_deltas_and_records_the_reply_with_its_usage() ->
     [completed] = journal.of_type("message.completed")
     [usage] = journal.of_type("usage")
     assert deltas == completed.text == "two plus two"
+    assert completed.stop_reason == "tool_use"
     [reply] = journal.messages
     assert (reply.role, reply.content) == ("assistant", "two plus two")
     assert reply.tool_calls == tuple(update["pending"])

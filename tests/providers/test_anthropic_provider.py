@@ -10,10 +10,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anthropic
 import httpx2
 import pytest
 
-from app.providers.anthropic import AnthropicProvider, build_anthropic_client, to_anthropic_messages
+from app.providers.anthropic import AnthropicProvider, to_anthropic_messages
 from app.providers.base import (
     ChatMessage,
     ModelRequest,
@@ -133,7 +134,9 @@ def api() -> FakeAnthropicApi:
 @pytest.fixture
 async def provider(api: FakeAnthropicApi) -> AsyncIterator[AnthropicProvider]:
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(api)) as http:
-        client = build_anthropic_client(API_KEY, BASE_URL, 5.0, 0, http_client=http)
+        client = anthropic.AsyncAnthropic(
+            api_key=API_KEY, base_url=BASE_URL, timeout=5.0, max_retries=0, http_client=http
+        )
         yield AnthropicProvider(client)
 
 
@@ -362,11 +365,19 @@ async def test_the_api_key_never_appears_in_a_provider_error(
     assert "[redacted]" in caught.value.message
 
 
-async def test_without_a_client_the_provider_is_not_configured() -> None:
-    assert build_anthropic_client(None, BASE_URL, 5.0, 0) is None
-    assert build_anthropic_client("", BASE_URL, 5.0, 0) is None
+async def test_a_tool_name_anthropic_refuses_travels_under_an_alias_and_comes_back_as_ours(
+    api: FakeAnthropicApi, provider: AnthropicProvider
+) -> None:
+    odd = ToolSpec(name="docs__search.v2", description="Search.", input_schema={"type": "object"})
+    api.responses.append(stream_response(message_start(), *text_block(0, ["ok"]), *message_end("end_turn", 1)))
+    await collect(provider, model_request([ChatMessage(role="user", content="hi")], tools=[odd]))
+    alias = api.body(0)["tools"][0]["name"]
+    api.responses.append(
+        stream_response(message_start(), *tool_use_block(0, "toolu_9", alias, ["{}"]), *message_end("tool_use", 1))
+    )
 
-    with pytest.raises(ProviderError) as caught:
-        await collect(AnthropicProvider(None), model_request([ChatMessage(role="user", content="hi")]))
+    _, response = await collect(provider, model_request([ChatMessage(role="user", content="go")], tools=[odd]))
 
-    assert caught.value.code == "provider_not_configured"
+    assert alias != odd.name
+    assert api.body(0)["tools"][0]["input_schema"] == {"type": "object", "properties": {}}
+    assert response.tool_calls == [ToolCall(id="toolu_9", name=odd.name, arguments={})]

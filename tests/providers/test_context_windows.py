@@ -14,6 +14,9 @@ from app.providers.context_windows import DEFAULT_CONTEXT_WINDOW, context_window
         ("openai", "gpt-4-turbo-2024-04-09", 128_000),
         ("gemini", "gemini-1.5-pro-002", 2_097_152),
         ("openai", "llama3:8b", DEFAULT_CONTEXT_WINDOW),
+        ("openai", "o1-mini-2024-09-12", 128_000),
+        ("openai", "o1-2024-12-17", 200_000),
+        ("gemini", "gemini-3-pro-preview", 1_048_576),
         ("scripted", "anything", DEFAULT_CONTEXT_WINDOW),
     ],
 )

@@ -66,7 +66,7 @@ def _answered(
     journal = ctx.journal
     if hold is not None:
         journal.quota_settled(hold, response.input_tokens + response.output_tokens)
-    journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason))
+    journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
     journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens))
     assistant = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
     journal.assistant_message(assistant, ModelUsage(_model(ctx), response.input_tokens, response.output_tokens))
