@@ -51,6 +51,7 @@ from app.schedules.router import router as schedules_router
 from app.secrets.box import SecretBox
 from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
+from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
@@ -141,9 +142,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     claude_sdk.pool.start_reaper()
     deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
     deliveries.start()
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
+    sweeper.start(settings.lifecycle.session_sweep_seconds)
     try:
         yield
     finally:
+        await sweeper.stop()
         await deliveries.close()
         await turns.shutdown()
         await claude_sdk.pool.close_all()

@@ -13,7 +13,8 @@ from app.models.policy_decision import PolicyDecision
 from app.models.quota_ledger import QuotaLedger
 from app.models.runner import Runner
 from app.models.schedule import Schedule, ScheduleFiring
-from app.models.session import Session
+from app.models.session import SESSION_STATUSES, Session
+from app.models.summary import Summary
 from app.models.tenant_limits import TenantLimits
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
@@ -37,10 +38,12 @@ __all__ = [
     "PolicyDecision",
     "QuotaLedger",
     "Runner",
+    "SESSION_STATUSES",
     "Schedule",
     "ScheduleFiring",
     "Session",
     "TenantLimits",
+    "Summary",
     "TenantPolicy",
     "ToolExecution",
     "Turn",

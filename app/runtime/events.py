@@ -125,6 +125,18 @@ class UsageEvent(EventBody):
     input_tokens: int
     output_tokens: int
     kind: UsageKind = "model"
+    """What the call was for: the turn's own reply, a summarisation of the context, a plan."""
+
+
+class ContextCompacted(EventBody):
+    """The built-in context compacted the prompt (DESIGN.md "Compaction (built-in context)")."""
+
+    type: Literal["context.compacted"] = "context.compacted"
+    strategy: Literal["summarize", "window"]
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
 
 
 class TurnEnded(EventBody):
@@ -167,6 +179,7 @@ TurnEvent = Annotated[
     | ToolCallCompleted
     | ApprovalRequired
     | ContextDegraded
+    | ContextCompacted
     | UsageEvent
     | TurnEnded,
     Field(discriminator="type"),

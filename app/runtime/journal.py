@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypedDict
 
+from app.context.compaction import StoredSummary
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.governance.policy import Decision
@@ -160,7 +161,7 @@ class ApprovalRequest:
 class TurnJournal(Protocol):
     """Where a runtime records one run of a turn.
 
-    Two kinds of method. *Staged* ones (`event`, `assistant_message`, `tool_result`, `decision`)
+    Two kinds of method. *Staged* ones (`event`, `assistant_message`, `tool_result`, `decision`, `model_call`)
     return at once: events reach live followers immediately, and everything staged is stored in
     order with the turn's next write (a periodic batch, a `checkpoint`, or the settle that ends the
     run, atomically with `turn.ended`). *Immediate* ones (`async`) are stored before they return.
@@ -198,6 +199,18 @@ class TurnJournal(Protocol):
 
     def quota_settled(self, hold: QuotaHold, used: int) -> None:
         """Settle a reservation to the call's real usage (staged: stored with the turn's next write)."""
+        ...
+
+    def model_call(self, usage: ModelUsage) -> None:
+        """The usage row of a model call that adds nothing to the conversation (a summarisation)."""
+        ...
+
+    async def latest_summary(self) -> StoredSummary | None:
+        """The session's newest compaction summary (stored at once, see `save_summary`)."""
+        ...
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        """Store everything staged, then the summary with the ids of the first and the last message it covers."""
         ...
 
     async def checkpoint(self) -> None:

@@ -12,9 +12,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.context.compaction import StoredSummary
 from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime import summary_store
 from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent, UsageEvent
 from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.runtime.quota import QUOTA_LEDGER, settle_row
@@ -96,6 +98,16 @@ class TurnRecorder:
                 edited_arguments_sha256=decision.edited_arguments_sha256,
             )
         )
+
+    def model_call(self, usage: ModelUsage) -> None:
+        self._stream.stage(USAGE, usage_row(self._ident, usage))
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return await summary_store.latest_summary(self._store.sql, self._ident.tenant_id, self._ident.session_id)
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self._stream.flush()
+        await summary_store.save_summary(self._store.sql, self._ident, summary, tokens=tokens)
 
     async def checkpoint(self) -> None:
         await self._stream.flush()

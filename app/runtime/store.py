@@ -53,6 +53,7 @@ MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
+SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
@@ -159,7 +160,8 @@ MAX_SEQ = Query(
 
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
-    """PostgreSQL: the turn and its user message in one statement (a data-modifying CTE).
+    """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
+    (data-modifying CTEs).
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
     takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
@@ -173,7 +175,20 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     new_turn = turn_insert.returning(turns.c.id).cte("new_turn")
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
-    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)))
+    touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
+    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched))
+
+
+_TOUCH_SESSION = Query(
+    update(bare(SESSIONS))
+    .where(bare(SESSIONS).c.id == bindparam("touched_session"))
+    .values(last_active_at=bindparam("touched_at"))
+)
+"""A turn starting is the session's activity (the idle sweep reads `last_active_at`)."""
+
+
+def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
+    return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
 
 
 @lru_cache(maxsize=8)
@@ -218,7 +233,7 @@ class TurnStore:
         slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message), slotted)
-            params = {**turn, **{f"m_{c}": v for c, v in message.items()}}
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
             for attempt in range(SLOT_ATTEMPTS):
                 try:
                     if not await self.sql.execute(query, {**params, **slots}):
@@ -237,6 +252,7 @@ class TurnStore:
                 elif await tx.fetchrow(slotted_query(tuple(turn)), {**turn, **slots}) is None:
                     raise NoFreeSlot
                 await insert_rows(tx, MESSAGES, [message])
+                await tx.execute(_TOUCH_SESSION, _touch(turn))
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
