@@ -207,6 +207,32 @@ def _nested(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+FRAME_SCHEMA_NAME = "TurnEventFrame"
+FRAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event: `id` is the event's seq, `event` its type, `data` the event as JSON.",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/TurnEvent"},
+        },
+    },
+}
+
+
+GENERIC_FRAME_SCHEMA_NAME = "ServerSentEvent"
+GENERIC_FRAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event of a stream whose events are not turn events (AG-UI, AI SDK).",
+    "required": ["data"],
+    "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": {"type": "string"}},
+}
+
+
 def event_schemas() -> dict[str, Any]:
     """JSON schemas of every event (and the `TurnEvent` union) for OpenAPI components.
 
@@ -221,6 +247,7 @@ def event_schemas() -> dict[str, Any]:
         model["properties"]["type"].pop("default", None)
         model["required"] = list(model["properties"])
     components["TurnEvent"] = schema
+    components[FRAME_SCHEMA_NAME] = FRAME_SCHEMA
     return components
 
 
@@ -229,8 +256,7 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
         "description": "The turn's events as Server-Sent Events (`id: SEQ`, `event: TYPE`, `data: JSON`).",
         "content": {
             "text/event-stream": {
-                "schema": {"$ref": "#/components/schemas/TurnEvent"},
-                "x-sse-event-data": {"$ref": "#/components/schemas/TurnEvent"},
+                "schema": {"$ref": f"#/components/schemas/{FRAME_SCHEMA_NAME}"},
             },
         },
     }

@@ -116,8 +116,10 @@ class TurnRecorder:
         return await self._store.ledger_get(self._ident.tenant_id, key)
 
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
-        """The call's request (the assistant message naming it) is stored before it leaves."""
+        """The call's request (the assistant message naming it) and a `dispatched` ledger row are
+        stored before it leaves."""
         await self._stream.flush()
+        await self._store.ledger_dispatch(self._ident, key=key, loop=loop, call=call)
 
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)

@@ -55,6 +55,7 @@ USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
+DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
@@ -131,21 +132,37 @@ SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
 OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
 LEDGER_GET = Query(
     select(ToolExecution.result, ToolExecution.is_error).where(
-        ToolExecution.tenant_id == bindparam("tenant_id"), ToolExecution.idempotency_key == bindparam("key")
+        ToolExecution.tenant_id == bindparam("tenant_id"),
+        ToolExecution.idempotency_key == bindparam("key"),
+        ToolExecution.status == COMPLETED,
     )
 )
 LEDGER_COLUMNS = (
     "id", "tenant_id", "session_id", "turn_id", "idempotency_key", "loop", "tool_call_id", "tool_name",
-    "arguments", "result", "is_error", "created_at",
+    "arguments", "status", "result", "is_error", "created_at",
 )  # fmt: skip
-LEDGER_PUT = {
+_DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+LEDGER_DISPATCH = {
     name: Query(
         dialect_insert(bare(LEDGER))
         .values({c: bindparam(c) for c in LEDGER_COLUMNS})
         .on_conflict_do_nothing(index_elements=["idempotency_key"])
     )
-    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+    for name, dialect_insert in _DIALECT_INSERTS
 }
+"""A `dispatched` row, unless the key is already recorded (a re-send keeps the first row)."""
+LEDGER_PUT = {
+    name: Query(
+        (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
+        .on_conflict_do_update(
+            index_elements=["idempotency_key"],
+            set_={"status": COMPLETED, "result": statement.excluded.result, "is_error": statement.excluded.is_error},
+            where=bare(LEDGER).c.status == DISPATCHED,
+        )
+    )
+    for name, dialect_insert in _DIALECT_INSERTS
+}
+"""A `completed` row: new, or completing the key's `dispatched` row; a completed row is never replaced."""
 RECOVERY_SEQ_GAP = 10_000
 """Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 CURRENT_STATUS = Query(
@@ -259,16 +276,16 @@ class TurnStore:
         row = await self.sql.fetchrow(LEDGER_GET, {"tenant_id": tenant_id, "key": key})
         return None if row is None else ToolResult(content=row["result"], is_error=row["is_error"])
 
+    async def ledger_dispatch(self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall) -> None:
+        """Record that a call is leaving under `key` (stored before it returns)."""
+        values = _ledger_values(ident, key=key, loop=loop, call=call, result=None)
+        await self.sql.execute(LEDGER_DISPATCH[self.sql.dialect], values)
+
     async def ledger_put(
         self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult
     ) -> ToolResult:
-        """Record an executed call; if the key is already recorded, the stored result wins."""
-        values = {
-            "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-            "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
-            "tool_name": call.name, "arguments": call.arguments, "result": result.content,
-            "is_error": result.is_error, "created_at": utcnow(),
-        }  # fmt: skip
+        """Record a call's outcome; if the key already holds a completed result, that result wins."""
+        values = _ledger_values(ident, key=key, loop=loop, call=call, result=result)
         if await self.sql.execute(LEDGER_PUT[self.sql.dialect], values):
             return result
         stored = await self.ledger_get(ident.tenant_id, key)
@@ -289,6 +306,18 @@ class TurnStore:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)
 
 
+def _ledger_values(
+    ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult | None
+) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
+        "tool_name": call.name, "arguments": call.arguments, "status": DISPATCHED if result is None else COMPLETED,
+        "result": None if result is None else result.content, "is_error": bool(result and result.is_error),
+        "created_at": utcnow(),
+    }  # fmt: skip
+
+
 async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
     return [chat_message(r) for r in await sql.fetch(HISTORY, {"tenant_id": tenant_id, "session_id": session_id})]
 
@@ -298,7 +327,8 @@ async def end_unowned_turn(
 ) -> bool:
     """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
 
-    A turn that was `running` may have streamed events its dead run never stored, so its
+    Its pending approvals expire with it: a turn that has ended can no longer resume. A turn that
+    was `running` may have streamed events its dead run never stored, so its
     closing event skips ahead: sequence numbers are never reused, even after a crash.
     False if the turn had already ended.
     """
@@ -337,6 +367,11 @@ async def end_unowned_turn(
         }
         await conn.execute(insert(TurnEvent).values(event))
         await enqueue_in_transaction(AlchemySql(engine, conn), [event])
+        await conn.execute(
+            update(Approval)
+            .where(Approval.tenant_id == tenant_id, Approval.turn_id == turn_id, Approval.status == "pending")
+            .values(status="expired")
+        )
         if conn.dialect.name == "postgresql":
             await notify_followers(conn, turn_id)
     return True

@@ -1,7 +1,7 @@
 """tenant ceilings, the quota ledger, usage kinds, per-turn total budgets, turn slots, human receipts
 
 Revision ID: 0009_tenant_limits_quota
-Revises: 0010_session_lifecycle
+Revises: 0006_dispatched_tool_calls
 Create Date: 2026-11-30 21:10:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 
 
 revision: str = "0009_tenant_limits_quota"
-down_revision: str | None = "0010_session_lifecycle"
+down_revision: str | None = "0006_dispatched_tool_calls"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
