@@ -58,6 +58,7 @@ from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
+from app.usage.router import router as usage_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
@@ -242,6 +243,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        usage_router,
         credentials_router,
         memory_router,
         schedules_router,

@@ -118,7 +118,13 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
         return problem_response(
-            request, status=exc.status, title=exc.title, slug=exc.type_slug, detail=exc.detail, **exc.extra
+            request,
+            status=exc.status,
+            title=exc.title,
+            slug=exc.type_slug,
+            detail=exc.detail,
+            headers=exc.headers,
+            **exc.extra,
         )
 
     @app.exception_handler(RequestValidationError)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 TurnStatus = Literal[
     "queued", "running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"
 ]
+UsageKind = Literal["model", "compaction", "plan"]
 EndStatus = Literal["interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
 """How a run of a turn ends (`interrupted` waits for approvals; the others are terminal)."""
 
@@ -84,12 +85,18 @@ class ToolCallRequested(EventBody):
 
 class PolicyDecisionEvent(EventBody):
     type: Literal["policy.decision"] = "policy.decision"
-    point: Literal["pre_llm", "tool"]
+    point: Literal["pre_llm", "tool", "human"]
     tool_call_id: str | None
-    verdict: Literal["allow", "deny", "requires_approval"]
+    verdict: Literal["allow", "deny", "requires_approval", "approve"]
     rule_id: str | None
     reason: str | None
     policy_hash: str
+    decided_by: str | None = None
+    """Point `human`: who decided (null otherwise)."""
+    arguments_sha256: str | None = None
+    """Point `human`: SHA-256 of the canonical JSON of the arguments the human saw."""
+    edited_arguments_sha256: str | None = None
+    """Point `human`, approved with edited arguments: SHA-256 of the arguments that ran."""
 
 
 class ToolCallCompleted(EventBody):
@@ -119,7 +126,7 @@ class UsageEvent(EventBody):
     type: Literal["usage"] = "usage"
     input_tokens: int
     output_tokens: int
-    kind: Literal["model", "compaction", "plan"] = "model"
+    kind: UsageKind = "model"
     """What the call was for: the turn's own reply, a summarisation of the context, a plan."""
 
 

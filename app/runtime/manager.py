@@ -19,11 +19,13 @@ from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
+from app.runtime.admission import Admission
 from app.runtime.events import EndStatus
 from app.runtime.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease
 from app.runtime.notify import EventListener, request_cancel
 from app.runtime.queue import TurnQueue
+from app.runtime.quota import LedgerQuota, token_quota_of
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore, end_unowned_turn
@@ -158,6 +160,7 @@ class TurnManager:
                 agent_id=str(run.ident.agent_id),
                 session_id=str(run.ident.session_id),
                 turn_id=str(run.ident.turn_id),
+                user_sub=run.owner_sub,
             )
         context_token = gateway_token = None
         if credentials is not None and out.context_engine is not None:
@@ -181,6 +184,7 @@ class TurnManager:
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
+            quota=LedgerQuota(self.store.sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
         )
 
     def _memory(self, run: TurnRun) -> LocalTools | None:
@@ -272,6 +276,8 @@ class TurnManager:
                 history=await self.store.history(tenant_id, session_id),
                 max_loops=row["max_loops"],
                 max_output_tokens=row["max_output_tokens"],
+                max_total_tokens=row["max_total_tokens"],
+                token_quota=token_quota_of(Admission.of(session).ceilings),
             )
         )
         started: uuid.UUID = row["id"]

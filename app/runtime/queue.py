@@ -51,7 +51,14 @@ PROMOTE = Query(
     update(_turns)
     .where(_turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == OLDEST_QUEUED, _turns.c.status == "queued")
     .values(status="running", runner_id=bindparam("to_runner"), updated_at=bindparam("now"))
-    .returning(_turns.c.id, _turns.c.input, _turns.c.owner_sub, _turns.c.max_loops, _turns.c.max_output_tokens)
+    .returning(
+        _turns.c.id,
+        _turns.c.input,
+        _turns.c.owner_sub,
+        _turns.c.max_loops,
+        _turns.c.max_output_tokens,
+        _turns.c.max_total_tokens,
+    )
 )
 ACTIVE_TURN = Query(
     select(Turn.id).where(

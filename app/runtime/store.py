@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import asyncpg
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -32,6 +33,15 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime.admission import (
+    SLOT_ATTEMPTS,
+    SLOT_INDEX,
+    NoFreeSlot,
+    admission_params,
+    slot_params,
+    slotted_turn_insert,
+    with_tenant_admission,
+)
 from app.runtime.batch import Settle
 from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
@@ -69,7 +79,8 @@ def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": usage.model,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "created_at": utcnow(),
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "kind": usage.kind,
+        "created_at": utcnow(),
     }  # fmt: skip
 
 
@@ -81,7 +92,8 @@ def decision_row(
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "created_at": utcnow(), "point": decision.point, "tool_call_id": tool_call_id,
         "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
-        "reason": decision.reason, "policy_hash": decision.policy_hash,
+        "reason": decision.reason, "policy_hash": decision.policy_hash, "decided_by": decision.decided_by,
+        "arguments_sha256": decision.arguments_sha256, "edited_arguments_sha256": decision.edited_arguments_sha256,
     }  # fmt: skip
 
 
@@ -112,10 +124,10 @@ HISTORY = Query(
     .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
     .order_by(Message.id)
 )
-_SESSION_FOR_TURN = select(
+_SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
     Session.status,
-).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id"))  # fmt: skip
+).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id")))  # fmt: skip
 SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
 OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
 LEDGER_GET = Query(
@@ -164,14 +176,20 @@ MAX_SEQ = Query(
 
 
 @lru_cache(maxsize=8)
-def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...]) -> Query:
+def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
     (data-modifying CTEs).
 
-    Message parameters are prefixed `m_`; the message takes the new turn's id.
+    Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
+    takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
-    new_turn = insert(turns).values({c: bindparam(c) for c in turn_columns}).returning(turns.c.id).cte("new_turn")
+    turn_insert = (
+        slotted_turn_insert(TURNS, turn_columns)
+        if slotted
+        else insert(turns).values({c: bindparam(c) for c in turn_columns})
+    )
+    new_turn = turn_insert.returning(turns.c.id).cte("new_turn")
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
@@ -190,6 +208,12 @@ def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
     return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
 
 
+@lru_cache(maxsize=8)
+def slotted_query(turn_columns: tuple[str, ...]) -> Query:
+    """(SQLite reports no row count for a statement that starts with WITH: RETURNING tells.)"""
+    return Query(slotted_turn_insert(TURNS, turn_columns).returning(bare(TURNS).c.id))
+
+
 def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Settle:
     """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
     return Settle(ident.turn_id, {**values, "updated_at": utcnow()})
@@ -205,25 +229,45 @@ class TurnStore:
     async def session_for_turn(
         self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
     ) -> Mapping[str, Any] | None:
-        """What a new turn needs of its session (None if not visible: other tenant, or not the owner)."""
-        params = {"tenant_id": tenant_id, "session_id": session_id}
+        """What a new turn needs of its session and tenant (None if not visible: other tenant, or not
+        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/admission.py)."""
+        params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
             return await self.sql.fetchrow(SESSION_FOR_TURN, params)
         return await self.sql.fetchrow(OWN_SESSION_FOR_TURN, {**params, "owner_sub": owner_sub})
 
-    async def start_turn(self, turn: dict[str, Any], message: dict[str, Any]) -> list[ChatMessage]:
+    async def start_turn(
+        self, turn: dict[str, Any], message: dict[str, Any], *, max_concurrent: int | None = None
+    ) -> list[ChatMessage]:
         """Insert a turn with its user message atomically, then read the session's history.
 
         On PostgreSQL the two inserts are one statement with no BEGIN/COMMIT; elsewhere they share a
         transaction. The partial unique index on active turns rejects a second active turn of the
-        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised.
+        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised. With `max_concurrent`, the turn
+        takes one of the tenant's concurrency slots; `NoFreeSlot` if none is free (nothing stored).
         """
+        slotted = max_concurrent is not None
+        slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
-            query = start_turn_query(tuple(turn), tuple(message))
-            await self.sql.execute(query, {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)})
+            query = start_turn_query(tuple(turn), tuple(message), slotted)
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
+            for attempt in range(SLOT_ATTEMPTS):
+                try:
+                    if not await self.sql.execute(query, {**params, **slots}):
+                        raise NoFreeSlot
+                    break
+                except asyncpg.UniqueViolationError as exc:
+                    if exc.constraint_name != SLOT_INDEX or max_concurrent is None:
+                        raise
+                    if attempt == SLOT_ATTEMPTS - 1:
+                        raise NoFreeSlot from exc
+                    slots = slot_params(max_concurrent)  # another replica took the same slot first: pick again
         else:
             async with self.sql.transaction() as tx:
-                await insert_rows(tx, TURNS, [turn])
+                if not slotted:
+                    await insert_rows(tx, TURNS, [turn])
+                elif await tx.fetchrow(slotted_query(tuple(turn)), {**turn, **slots}) is None:
+                    raise NoFreeSlot
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
