@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, get_args
 
 from fastapi import APIRouter, Query
+from pydantic import BeforeValidator
 
 from app.core.problems import problem_responses
 from app.deps import AdminPrincipal, CurrentPrincipal, SessionDep
@@ -13,6 +15,17 @@ from app.usage.service import LimitsService, UsageService
 
 router = APIRouter(tags=["usage"], responses=problem_responses(401, 422))
 GROUP_KEYS = get_args(schemas.GroupKey)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_only(value: object) -> object:
+    """Dates as ISO 8601 only: pydantic would also read a bare number as seconds since 1970."""
+    if isinstance(value, str) and not _ISO_DATE.match(value):
+        raise ValueError("expected an ISO 8601 date or date-time, e.g. 2026-11-01T00:00:00Z")
+    return value
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 @router.get("/limits", operation_id="getLimits", response_model=schemas.TenantCeilings)
@@ -39,8 +52,10 @@ async def put_limits(
 async def get_usage(
     db: SessionDep,
     principal: CurrentPrincipal,
-    from_: Annotated[datetime | None, Query(alias="from", description="Start (inclusive); default: this month")] = None,
-    to: Annotated[datetime | None, Query(description="End (exclusive); default: now")] = None,
+    from_: Annotated[
+        IsoDateTime | None, Query(alias="from", description="Start (inclusive); default: this month")
+    ] = None,
+    to: Annotated[IsoDateTime | None, Query(description="End (exclusive); default: now")] = None,
     group_by: Annotated[str, Query(description="Comma-separated: day, agent, model, user")] = "",
 ) -> schemas.UsageReport:
     """Token totals of the tenant (admin) or of the caller's own sessions, with the quota used and left."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import insert
 
@@ -111,3 +112,10 @@ async def test_a_range_of_a_year_is_allowed(api: Api, alice: dict[str, str]) -> 
     to = datetime.now(UTC)
     params = {"from": (to - timedelta(days=366)).isoformat(), "to": to.isoformat()}
     assert (await api.client.get("/usage", params=params, headers=alice)).status_code == 200
+
+
+@pytest.mark.parametrize("value", ["0.5", "1700000000", "yesterday"])
+async def test_usage_dates_must_be_iso_8601(client: httpx.AsyncClient, alice: dict[str, str], value: str) -> None:
+    response = await client.get("/usage", params={"to": value}, headers=alice)
+    assert response.status_code == 422
+    assert "to" in response.json()["errors"][0]["loc"]
