@@ -53,6 +53,15 @@ class InvalidInput(AppError):
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
 
 
+class AutonomyDisabled(AppError):
+    """`mode: "autonomous"` where the service or the agent does not allow it (422 `autonomy_disabled`)."""
+
+    status, title, type_slug = 422, "Unprocessable Content", "autonomy-disabled"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, code="autonomy_disabled")
+
+
 class InvalidDocument(AppError):
     """A document that fails validation once assembled (e.g. a config after a merge patch): 422, each error located."""
 

@@ -38,6 +38,9 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     max_loops: Mapped[int] = mapped_column(Integer)
     max_output_tokens: Mapped[int] = mapped_column(Integer)
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    mode: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")
+    """`interactive` or `autonomous` (PLAN / PURSUE, app/autonomy); the plan is rebuilt from its events."""
+    max_steps: Mapped[int | None] = mapped_column(Integer)
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     runner_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())

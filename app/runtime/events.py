@@ -119,6 +119,32 @@ class UsageEvent(EventBody):
     output_tokens: int
 
 
+class PlanTodo(BaseModel):
+    id: str
+    title: str
+
+
+class PlanCreated(EventBody):
+    """Autonomous mode: the todos the PLAN call decomposed the input into (ids assigned by the service)."""
+
+    type: Literal["plan.created"] = "plan.created"
+    todos: list[PlanTodo]
+
+
+class PlanStepStarted(EventBody):
+    type: Literal["plan.step.started"] = "plan.step.started"
+    todo_id: str
+    title: str
+
+
+class PlanStepCompleted(EventBody):
+    type: Literal["plan.step.completed"] = "plan.step.completed"
+    todo_id: str
+    title: str
+    status: Literal["done", "failed", "skipped"]
+    output: str
+
+
 class TurnEnded(EventBody):
     type: Literal["turn.ended"] = "turn.ended"
     status: TurnStatus
@@ -160,6 +186,9 @@ TurnEvent = Annotated[
     | ApprovalRequired
     | ContextDegraded
     | UsageEvent
+    | PlanCreated
+    | PlanStepStarted
+    | PlanStepCompleted
     | TurnEnded,
     Field(discriminator="type"),
 ]

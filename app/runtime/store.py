@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -143,6 +144,16 @@ MAX_SEQ = Query(
     )
 )
 
+PLAN_EVENTS = Query(
+    select(TurnEvent.data)
+    .where(
+        TurnEvent.tenant_id == bindparam("tenant_id"),
+        TurnEvent.turn_id == bindparam("turn_id"),
+        TurnEvent.type.in_(("plan.created", "plan.step.started", "plan.step.completed")),
+    )
+    .order_by(TurnEvent.seq)
+)
+
 
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...]) -> Query:
@@ -223,6 +234,11 @@ class TurnStore:
 
     async def current_status(self, tenant_id: str, turn_id: uuid.UUID) -> str:
         return str(await self.sql.fetchval(CURRENT_STATUS, {"tenant_id": tenant_id, "turn_id": turn_id}))
+
+    async def plan_events(self, tenant_id: str, turn_id: uuid.UUID) -> list[dict[str, Any]]:
+        """An autonomous turn's `plan.*` events in order: its plan and each step's state."""
+        rows = await self.sql.fetch(PLAN_EVENTS, {"tenant_id": tenant_id, "turn_id": turn_id})
+        return [orjson.loads(r["data"]) for r in rows]
 
     async def max_seq(self, tenant_id: str, turn_id: uuid.UUID) -> int:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)

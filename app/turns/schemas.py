@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -15,11 +15,13 @@ class TurnLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
 
 
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: str = Field(min_length=1, max_length=200_000)
+    mode: Literal["interactive", "autonomous"] = "interactive"
     limits: TurnLimits | None = None
 
 

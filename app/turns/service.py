@@ -17,7 +17,7 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
-from app.errors import Conflict, NotFound, TooManyRequests
+from app.errors import AutonomyDisabled, Conflict, NotFound, TooManyRequests
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
@@ -70,6 +70,7 @@ class TurnService:
         self._admit_runtime(session["id"], session["snapshot"])
         limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()
+        max_steps = self._admit_mode(body, session["snapshot"], asked)
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
         ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
@@ -78,7 +79,7 @@ class TurnService:
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
             "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
-            "last_seq": 0, "created_at": now, "updated_at": now,
+            "last_seq": 0, "created_at": now, "updated_at": now, "mode": body.mode, "max_steps": max_steps,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
         return TurnRun(
@@ -90,7 +91,20 @@ class TurnService:
             history=await self.manager.store.start_turn(turn, user_message),
             max_loops=max_loops,
             max_output_tokens=budget,
+            mode=body.mode,
+            max_steps=max_steps or 0,
         )
+
+    def _admit_mode(self, body: schemas.TurnCreate, snapshot: dict[str, Any], asked: schemas.TurnLimits) -> int | None:
+        """An autonomous turn's step bound; 422 `autonomy_disabled` where the service or the agent forbids it."""
+        if body.mode != "autonomous":
+            return None
+        autonomy = snapshot.get("autonomy") or {}
+        if not self.container.settings.autonomy_enabled:
+            raise AutonomyDisabled("autonomous turns are disabled in this service (AUTONOMY_ENABLED)")
+        if not autonomy.get("enabled", False):
+            raise AutonomyDisabled("this agent does not allow autonomous turns (autonomy.enabled)")
+        return min(x for x in (int(autonomy.get("max_steps", 12)), asked.max_steps) if x is not None)
 
     def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
         """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
