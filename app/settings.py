@@ -160,6 +160,21 @@ class ObservabilitySettings(BaseSettings):
     otel_service_name: str = "agent-runtime"
 
 
+class WebhookSettings(BaseSettings):
+    model_config = _group("WEBHOOK_")
+    allowed_hosts: CommaList = Field(default_factory=list)
+    """Hosts a webhook may target even when they resolve to private, loopback or link-local addresses."""
+    secrets_key_file: Path | None = None
+    """Base64 AES-256 key that encrypts the signing secrets (generated into DATA_DIR when unset)."""
+    timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    retry_first_seconds: float = Field(default=5.0, gt=0)
+    """The wait after the first failed attempt; it doubles after each further one (at most an hour)."""
+    retry_window_seconds: float = Field(default=86_400.0, gt=0)
+    """A delivery is retried until this long after its event, then given up (`failed`)."""
+    poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the delivery worker looks for due deliveries."""
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -179,6 +194,7 @@ class Settings(BaseSettings):
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
 
     @property
     def database_url(self) -> str:

@@ -18,6 +18,8 @@ from app.models.tool_execution import ToolExecution
 from app.models.turn import ACTIVE_STATUSES, Turn
 from app.models.turn_event import TurnEvent
 from app.models.usage import Usage
+from app.models.webhook import Webhook
+from app.models.webhook_delivery import WebhookDelivery
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -40,4 +42,6 @@ __all__ = [
     "Turn",
     "TurnEvent",
     "Usage",
+    "Webhook",
+    "WebhookDelivery",
 ]

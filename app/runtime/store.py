@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.sql import Query, Sql, bare, insert_rows
+from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
 from app.models import (
     Approval,
@@ -37,6 +37,7 @@ from app.runtime.batch import Settle
 from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.notify import notify_followers
+from app.runtime.outbox import enqueue_in_transaction
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -282,16 +283,16 @@ async def end_unowned_turn(
             loop_count=row.loop_count,
             error=error,
         )
-        await conn.execute(
-            insert(TurnEvent).values(
-                turn_id=turn_id,
-                seq=seq,
-                tenant_id=tenant_id,
-                type=ended.type,
-                data=stamp(str(turn_id), seq, ended),
-                created_at=utcnow(),
-            )
-        )
+        event = {
+            "turn_id": turn_id,
+            "seq": seq,
+            "tenant_id": tenant_id,
+            "type": ended.type,
+            "data": stamp(str(turn_id), seq, ended),
+            "created_at": utcnow(),
+        }
+        await conn.execute(insert(TurnEvent).values(event))
+        await enqueue_in_transaction(AlchemySql(engine, conn), [event])
         if conn.dialect.name == "postgresql":
             await notify_followers(conn, turn_id)
     return True
