@@ -17,7 +17,11 @@ class StepJournal:
     def __init__(self, journal: TurnJournal) -> None:
         self.inner = journal
         self.messages: list[ChatMessage] = []
-        """Every assistant and tool message recorded through this journal, in order."""
+        """Every assistant and tool message recorded through this journal, and the steps' goals, in order."""
+
+    def note(self, message: ChatMessage) -> None:
+        """A message for later prompts that is not stored (a step's goal)."""
+        self.messages.append(message)
 
     @property
     def ident(self) -> TurnIdentity:

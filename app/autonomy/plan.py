@@ -58,8 +58,9 @@ class Plan:
         """The plan and each step's state from a turn's `plan.*` events, in order."""
         plan = cls()
         for event in events:
-            if event["type"] == "plan.created":
-                plan.steps.extend(Step(t["id"], t["title"]) for t in event["todos"])
+            if event["type"] == "plan.created":  # again, in full, when a step adds todos
+                for todo in event["todos"]:
+                    plan.step(todo["id"], todo["title"])
             elif event["type"] == "plan.step.started":
                 plan.step(event["todo_id"], event["title"]).status = "running"
             elif event["type"] == "plan.step.completed":

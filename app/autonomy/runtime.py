@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 from app.autonomy.journal import StepJournal
 from app.autonomy.plan import PLAN_INSTRUCTION, Plan, PlanInvalid, Step, parse_plan
+from app.autonomy.tools import PlanTools
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta
 from app.runtime.events import (
     MessageCompleted,
@@ -62,6 +63,7 @@ class AutonomousRuntime:
                 yield failure
                 return
         yield totals.progress()
+        services = dataclasses.replace(services, tools=PlanTools(services.tools, plan, journal, max(run.max_steps, 1)))
         resuming = run.resumed
         while (step := plan.running() if resuming else plan.next_pending()) is not None:
             started = sum(1 for s in plan.steps if s.status != "pending")
@@ -71,11 +73,11 @@ class AutonomousRuntime:
             if not resuming:
                 step.status = "running"
                 journal.event(PlanStepStarted(todo_id=step.id, title=step.title))
-            conversation = [*run.history, *recording.messages]
+            step_run = self._step_run(run, plan, step, [*run.history, *recording.messages], totals, resuming)
+            if not resuming:
+                recording.note(step_run.history[-1])
             progress = totals.progress()
-            async for progress in self.inner.run(
-                self._step_run(run, plan, step, conversation, totals, resuming), services, recording
-            ):
+            async for progress in self.inner.run(step_run, services, recording):
                 yield dataclasses.replace(progress, status=None, final_output=None, error=None)
             resuming = False
             totals.loop_count, totals.input_tokens, totals.output_tokens = (

@@ -145,6 +145,10 @@ class PlanStepCompleted(EventBody):
     output: str
 
 
+PLAN_EVENTS_LIKE = "plan.%"
+"""The events an autonomous turn's plan and its steps' states are rebuilt from (app/autonomy/plan.py)."""
+
+
 class TurnEnded(EventBody):
     type: Literal["turn.ended"] = "turn.ended"
     status: TurnStatus

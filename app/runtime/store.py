@@ -34,7 +34,7 @@ from app.models import (
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.batch import Settle
-from app.runtime.events import EndStatus, TurnEnded, stamp
+from app.runtime.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.notify import notify_followers
 from app.runtime.outbox import enqueue_in_transaction
@@ -150,7 +150,7 @@ PLAN_EVENTS = Query(
     .where(
         TurnEvent.tenant_id == bindparam("tenant_id"),
         TurnEvent.turn_id == bindparam("turn_id"),
-        TurnEvent.type.in_(("plan.created", "plan.step.started", "plan.step.completed")),
+        TurnEvent.type.like(PLAN_EVENTS_LIKE),
     )
     .order_by(TurnEvent.seq)
 )

@@ -25,10 +25,20 @@ class TurnCreate(BaseModel):
     limits: TurnLimits | None = None
 
 
+class PlanItem(BaseModel):
+    """One todo of an autonomous turn's plan and where it stands."""
+
+    id: str
+    title: str
+    status: Literal["pending", "running", "done", "failed", "skipped"]
+    output: str
+
+
 class Turn(BaseModel):
     id: uuid.UUID
     session_id: uuid.UUID
     status: TurnStatus
+    mode: Literal["interactive", "autonomous"] = "interactive"
     input: str
     final_output: str | None
     usage: Usage
@@ -39,13 +49,18 @@ class Turn(BaseModel):
     resumed_by: uuid.UUID | None
     created_at: datetime
     ended_at: datetime | None
+    plan: list[PlanItem] | None = Field(
+        default=None, description="An autonomous turn's todos with their status (null for an interactive turn)"
+    )
 
     @classmethod
-    def of(cls, row: Any) -> Turn:
+    def of(cls, row: Any, plan: list[PlanItem] | None = None) -> Turn:
         return cls(
             id=row.id,
             session_id=row.session_id,
             status=row.status,
+            mode=row.mode,
+            plan=plan,
             input=row.input,
             final_output=row.final_output,
             usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),

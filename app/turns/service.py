@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.auth.stream_token import mint_stream_token
+from app.autonomy.plan import Plan
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
@@ -119,7 +120,13 @@ class TurnService:
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
         async with self._uow() as db:
-            return schemas.Turn.of(await self._load(db, turn_id))
+            turn = await self._load(db, turn_id)
+            if turn.mode != "autonomous":
+                return schemas.Turn.of(turn)
+            events = await TurnRepository(db, self.principal.tenant_id).plan_events(turn_id)
+        steps = Plan.of_events(events).steps
+        plan = [schemas.PlanItem(id=s.id, title=s.title, status=s.status, output=s.output) for s in steps]  # type: ignore[arg-type]
+        return schemas.Turn.of(turn, plan)
 
     async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)
