@@ -40,6 +40,7 @@ class DbSettings(BaseSettings):
     def max_connections(self) -> int:
         """The most PostgreSQL connections one process opens: both pools and the LISTEN connection."""
         return self.pool_size + self.api_pool_size + self.max_overflow + 1
+
     echo: bool = False
 
 
@@ -141,6 +142,16 @@ class HttpSettings(BaseSettings):
     """The web page's one-click token for 127.0.0.1 when the service generated its own secret."""
 
 
+class LifecycleSettings(BaseSettings):
+    """Idle expiry and retention of sessions (DESIGN.md "Operations" → Retention); 0 turns either off."""
+
+    model_config = _group("")
+    session_idle_ttl_seconds: int = Field(default=0, ge=0)
+    retention_days: int = Field(default=0, ge=0)
+    session_sweep_seconds: float = Field(default=60.0, gt=0)
+    """How often one replica sweeps (expiry, then retention), each pass a bounded batch."""
+
+
 class ScheduleSettings(BaseSettings):
     model_config = _group("SCHEDULE_")
     min_interval_seconds: int = Field(default=60, ge=1)
@@ -191,6 +202,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx
 
-START_TIMEOUT_SECONDS = 60
+START_TIMEOUT_SECONDS = 180
+"""A safety net for a loaded machine (start-up takes seconds), not a measurement."""
 
 
 @dataclass(frozen=True)

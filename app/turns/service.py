@@ -19,15 +19,22 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
+<<<<<<< HEAD
 from app.errors import AutonomyDisabled, Conflict, NotFound, TooManyRequests
+=======
+from app.errors import Conflict, NotFound, TooManyRequests
+from app.governance.limits import effective_limits
+>>>>>>> main
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
 from app.runtime.stream import TurnStream
-from app.sessions.service import SessionService
+from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -67,34 +74,56 @@ class TurnService:
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session["status"] == "closed":
-            raise Conflict(f"Session {session_id} is closed")
+        if session["status"] != "open":
+            raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
+<<<<<<< HEAD
         limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()
         max_steps = self._admit_mode(body, session["snapshot"], asked)
         max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
         budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
         ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
+=======
+>>>>>>> main
         now = utcnow()
+        admission = Admission.of(session)
+        admission.check_quota(now)
+        asked = body.limits.model_dump(exclude_none=True) if body.limits else {}
+        limits = effective_limits(admission.ceilings, session["snapshot"].get("limits", {}), asked)
+        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
-            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session["owner_sub"],
+            "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
+            "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "created_at": now, "updated_at": now, "mode": body.mode, "max_steps": max_steps,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+        ceiling = admission.ceilings.max_concurrent_turns
+        try:
+            history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
+        except NoFreeSlot:
+            raise too_many_turns(ceiling or 0) from None
         return TurnRun(
             ident=ident,
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
             input=body.input,
+<<<<<<< HEAD
             history=await self.manager.store.start_turn(turn, user_message),
             max_loops=max_loops,
             max_output_tokens=budget,
             mode=body.mode,
             max_steps=max_steps or 0,
+=======
+            history=history,
+            max_loops=limits.max_loops,
+            max_output_tokens=limits.max_output_tokens,
+            max_total_tokens=limits.max_total_tokens,
+            token_quota=token_quota_of(admission.ceilings),
+>>>>>>> main
         )
 
     def _admit_mode(self, body: schemas.TurnCreate, snapshot: dict[str, Any], asked: schemas.TurnLimits) -> int | None:

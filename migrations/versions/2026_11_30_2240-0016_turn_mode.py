@@ -1,7 +1,7 @@
 """turns.mode and turns.max_steps: autonomous turns (PLAN / PURSUE); the plan itself is rebuilt from the turn's plan events
 
 Revision ID: 0016
-Revises: 0008_webhooks
+Revises: 0009_tenant_limits_quota
 Create Date: 2026-11-30 22:40:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0008_webhooks"
+down_revision: str | None = "0009_tenant_limits_quota"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

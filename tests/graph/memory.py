@@ -14,13 +14,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.agents.config import AgentConfig
+from app.context.compaction import StoredSummary
 from app.governance.gate import Governance
 from app.governance.policy import Decision, PolicySet, parse_rules
 from app.graph.context import TurnContext
 from app.providers.base import ChatMessage, Provider, ToolCall
 from app.providers.scripted import ScriptedProvider
 from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -39,6 +40,9 @@ class MemoryJournal:
     dispatches: list[tuple[str, int, ToolCall]] = field(default_factory=list)
     approvals: dict[uuid.UUID, ApprovalRequest] = field(default_factory=dict)
     audits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    unanswered: list[ModelUsage] = field(default_factory=list)
+    settled: list[tuple[QuotaHold, int]] = field(default_factory=list)
+    summaries: list[StoredSummary] = field(default_factory=list)
     checkpoints: int = 0
     staged_at_checkpoint: list[int] = field(default_factory=list)
     """How many messages had been recorded at each checkpoint (and dispatch)."""
@@ -63,6 +67,16 @@ class MemoryJournal:
     ) -> None:
         self.receipts.append((decision, tool_call_id, tool_name))
 
+    def unanswered_call(self, usage: ModelUsage) -> None:
+        self.unanswered.append(usage)
+
+    @property
+    def cancelled_usage(self) -> ModelUsage | None:
+        return None
+
+    def quota_settled(self, hold: QuotaHold, used: int) -> None:
+        self.settled.append((hold, used))
+
     async def checkpoint(self) -> None:
         self.checkpoints += 1
         self.staged_at_checkpoint.append(len(self.messages))
@@ -84,6 +98,16 @@ class MemoryJournal:
 
     async def audit(self, kind: str, detail: Mapping[str, Any]) -> None:
         self.audits.append((kind, dict(detail)))
+
+    def model_call(self, usage: ModelUsage) -> None:
+        self.usage.append(usage)
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return self.summaries[-1] if self.summaries else None
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self.checkpoint()
+        self.summaries.append(summary)
 
     async def stored_history(self) -> list[ChatMessage]:
         return [*self.history, *self.messages]
