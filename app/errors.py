@@ -54,15 +54,6 @@ class InvalidInput(AppError):
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
 
 
-<<<<<<< HEAD
-class AutonomyDisabled(AppError):
-    """`mode: "autonomous"` where the service or the agent does not allow it (422 `autonomy_disabled`)."""
-
-    status, title, type_slug = 422, "Unprocessable Content", "autonomy-disabled"
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail, code="autonomy_disabled")
-=======
 class RuleViolation(AppError):
     """A request that is well-formed but breaks a rule of the tenant (422); `code` names the rule.
 
@@ -74,7 +65,6 @@ class RuleViolation(AppError):
     def __init__(self, code: str, detail: str, **extra: Any) -> None:
         super().__init__(detail, code=code, **extra)
         self.type_slug = code.replace("_", "-")
->>>>>>> main
 
 
 class InvalidDocument(AppError):

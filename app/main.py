@@ -46,12 +46,8 @@ from app.openapi_links import add_links
 from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
-<<<<<<< HEAD
-from app.runtime.events import event_schemas
-from app.runtime.journal import TurnRuntime
-=======
 from app.runtime.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
->>>>>>> main
+from app.runtime.journal import TurnRuntime
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router

@@ -6,10 +6,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.context.compaction import StoredSummary
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity, TurnJournal
+from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity, TurnJournal
 from app.tools.base import ToolResult
 
 
@@ -44,6 +45,25 @@ class StepJournal:
 
     def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
         self.inner.decision(decision, tool_call_id=tool_call_id, tool_name=tool_name)
+
+    def unanswered_call(self, usage: ModelUsage) -> None:
+        self.inner.unanswered_call(usage)
+
+    @property
+    def cancelled_usage(self) -> ModelUsage | None:
+        return self.inner.cancelled_usage
+
+    def quota_settled(self, hold: QuotaHold, used: int) -> None:
+        self.inner.quota_settled(hold, used)
+
+    def model_call(self, usage: ModelUsage) -> None:
+        self.inner.model_call(usage)
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return await self.inner.latest_summary()
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self.inner.save_summary(summary, tokens=tokens)
 
     async def checkpoint(self) -> None:
         await self.inner.checkpoint()

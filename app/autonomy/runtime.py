@@ -174,11 +174,11 @@ class AutonomousRuntime:
         totals.output_tokens += response.output_tokens
         totals.last_text = response.text
         journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
-        journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens))
+        journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens, kind="plan"))
         name = str(model.get("name") or model["provider"])
         journal.assistant_message(
             ChatMessage(role="assistant", content=response.text),
-            ModelUsage(name, response.input_tokens, response.output_tokens),
+            ModelUsage(name, response.input_tokens, response.output_tokens, kind="plan"),
         )
         return response
 

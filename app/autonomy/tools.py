@@ -55,6 +55,9 @@ class PlanTools(ToolBox):
     async def specs(self) -> list[ToolSpec]:
         return [*await self.inner.specs(), PLAN_UPDATE_SPEC]
 
+    async def known(self, name: str) -> bool:
+        return name == PLAN_UPDATE or await self.inner.known(name)
+
     def is_mcp(self, name: str) -> bool:
         return self.inner.is_mcp(name)
 

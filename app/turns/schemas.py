@@ -15,11 +15,8 @@ class TurnLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
-<<<<<<< HEAD
-    max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
-=======
     max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
->>>>>>> main
+    max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
 
 
 class TurnCreate(BaseModel):

@@ -19,12 +19,8 @@ from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
-<<<<<<< HEAD
-from app.errors import AutonomyDisabled, Conflict, NotFound, TooManyRequests
-=======
-from app.errors import Conflict, NotFound, TooManyRequests
+from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests
 from app.governance.limits import effective_limits
->>>>>>> main
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
@@ -77,19 +73,11 @@ class TurnService:
         if session["status"] != "open":
             raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
-<<<<<<< HEAD
-        limits = session["snapshot"].get("limits", {})
-        asked = body.limits or schemas.TurnLimits()
-        max_steps = self._admit_mode(body, session["snapshot"], asked)
-        max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
-        budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
-=======
->>>>>>> main
         now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
-        asked = body.limits.model_dump(exclude_none=True) if body.limits else {}
+        asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
+        max_steps = self._admit_mode(body, session["snapshot"])
         limits = effective_limits(admission.ceilings, session["snapshot"].get("limits", {}), asked)
         ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         turn = {
@@ -111,31 +99,26 @@ class TurnService:
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
             input=body.input,
-<<<<<<< HEAD
-            history=await self.manager.store.start_turn(turn, user_message),
-            max_loops=max_loops,
-            max_output_tokens=budget,
-            mode=body.mode,
-            max_steps=max_steps or 0,
-=======
             history=history,
             max_loops=limits.max_loops,
             max_output_tokens=limits.max_output_tokens,
             max_total_tokens=limits.max_total_tokens,
             token_quota=token_quota_of(admission.ceilings),
->>>>>>> main
+            mode=body.mode,
+            max_steps=max_steps or 0,
         )
 
-    def _admit_mode(self, body: schemas.TurnCreate, snapshot: dict[str, Any], asked: schemas.TurnLimits) -> int | None:
+    def _admit_mode(self, body: schemas.TurnCreate, snapshot: dict[str, Any]) -> int | None:
         """An autonomous turn's step bound; 422 `autonomy_disabled` where the service or the agent forbids it."""
         if body.mode != "autonomous":
             return None
         autonomy = snapshot.get("autonomy") or {}
         if not self.container.settings.autonomy_enabled:
-            raise AutonomyDisabled("autonomous turns are disabled in this service (AUTONOMY_ENABLED)")
+            raise RuleViolation("autonomy_disabled", "autonomous turns are disabled in this service (AUTONOMY_ENABLED)")
         if not autonomy.get("enabled", False):
-            raise AutonomyDisabled("this agent does not allow autonomous turns (autonomy.enabled)")
-        return min(x for x in (int(autonomy.get("max_steps", 12)), asked.max_steps) if x is not None)
+            raise RuleViolation("autonomy_disabled", "this agent does not allow autonomous turns (autonomy.enabled)")
+        asked = body.limits.max_steps if body.limits else None
+        return min(x for x in (int(autonomy.get("max_steps", 12)), asked) if x is not None)
 
     def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
         """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
