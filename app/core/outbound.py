@@ -30,12 +30,16 @@ async def check_outbound_url(
 ) -> None:
     """Raise `OutboundBlocked` unless `url` is http(s) and reaches only public addresses, or its host
     is in `allowed_hosts` (host names, IP addresses or CIDR networks; `*` allows every host)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:
+        raise OutboundBlocked("the URL is malformed") from exc
     if parts.scheme not in ("http", "https"):
         raise OutboundBlocked("the URL must use http or https")
     if parts.username is not None or parts.password is not None:
         raise OutboundBlocked("the URL must not carry credentials")
-    host = (parts.hostname or "").rstrip(".").lower()
+    host = (hostname or "").rstrip(".").lower()
     if not host:
         raise OutboundBlocked("the URL has no host")
     try:
@@ -88,6 +92,6 @@ async def _resolve(host: str, port: int) -> list[str]:
     try:
         async with asyncio.timeout(RESOLVE_TIMEOUT_SECONDS):
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         raise OutboundBlocked(f"{host} does not resolve") from exc
     return [str(info[4][0]) for info in infos]

@@ -77,6 +77,8 @@ async def test_an_operator_allowance_lets_internal_hosts_through(url: str, allow
         ("https://user:secret@8.8.8.8/", "credentials"),
         ("https:///path", "no host"),
         ("https://8.8.8.8:99999/", "invalid port"),
+        ("http://[::1/", "malformed"),
+        ("http://[not-an-ip]/", "malformed"),
     ],
 )
 async def test_malformed_urls_are_refused_without_echoing_credentials(url: str, reason: str) -> None:
