@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
@@ -164,7 +165,13 @@ class TurnService:
         await self.container.claude_sdk.close_session(session_id)
 
     async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
-        """Frames after `after`: stored ones, then live ones, up to and including the next `turn.ended`."""
+        """Frames after `after`: stored ones, then live ones, up to and including the turn's last `turn.ended`.
+
+        A `turn.ended` with status `interrupted` that a decision has since resumed is intermediate:
+        the replay goes on through the resumed run (`turn.started` with `resumed_by`) to the end. The
+        stream closes after the final one — any other status, or `interrupted` while the turn still
+        waits for its approvals.
+        """
         await self.get(turn_id)
         settle_polls = 0
         while True:
@@ -173,7 +180,7 @@ class TurnService:
             async for seq, frame, event_type in self._replay(turn_id, after, upto=upto):
                 yield frame
                 after = seq
-                if event_type == "turn.ended":
+                if event_type == "turn.ended" and not await self._resumed_after(turn_id, seq, frame):
                     return
             if live is not None:
                 async for frame in live.follow(after):
@@ -185,6 +192,13 @@ class TurnService:
                 if current.last_seq <= after or settle_polls > SETTLE_POLLS:
                     return
             await self.manager.wait_for_events(turn_id, POLL_SECONDS if settle_polls == 0 else 0.05)
+
+    async def _resumed_after(self, turn_id: uuid.UUID, seq: int, frame: bytes) -> bool:
+        """Whether the `turn.ended` at `seq` is an interrupt that a decision has resumed since."""
+        if orjson.loads(frame.split(b"\ndata: ", 1)[1]).get("status") != "interrupted":
+            return False
+        current = await self.get(turn_id)
+        return current.status != "interrupted" or current.last_seq > seq
 
     async def _replay(
         self, turn_id: uuid.UUID, after: int, *, upto: int | None

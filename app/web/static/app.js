@@ -369,10 +369,19 @@ async function follow(view, attempts = 5) {
     const url = `/turns/${view.turnId}/events?access_token=${encodeURIComponent(token)}&after=${view.lastSeq}`;
     const ended = await new Promise((resolve) => {
       const source = new EventSource(url);
+      // An `interrupted` end is followed by the resumed run when a decision came since: keep reading.
+      const settle = async (event) => {
+        if (event.status === "interrupted") {
+          const turn = await json("GET", `/turns/${view.turnId}`).catch(() => ({status: "interrupted"}));
+          if (turn.status !== "interrupted" || turn.last_seq > event.seq) return;
+        }
+        source.close();
+        resolve(true);
+      };
       const listener = (message) => {
         const event = JSON.parse(message.data);
         onEvent(view, event);
-        if (event.type === "turn.ended") { source.close(); resolve(true); }
+        if (event.type === "turn.ended") settle(event);
       };
       for (const type of EVENT_TYPES) source.addEventListener(type, listener);
       source.onerror = () => { if (source.readyState === EventSource.CLOSED) resolve(false); };
