@@ -46,6 +46,7 @@ class TurnService:
         return unit_of_work(self.container.session_factory)
 
     async def start(self, session_id: uuid.UUID, body: schemas.TurnCreate) -> tuple[uuid.UUID, TurnStream]:
+        self.manager.admit()
         try:
             run = await self._create(session_id, body)
         except INTEGRITY_ERRORS as exc:
