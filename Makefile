@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench clean lock browser node-clients screenshots
+.PHONY: install run test lint typecheck unit bench bench-compaction clean lock browser node-clients screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ test: lint unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+bench-compaction: $(STAMP)
+	$(BIN)/python -m bench.compaction $(BENCH_ARGS)
 
 # The image's pinned dependencies (Dockerfile): the service and its `otlp` extra, for CPython 3.11 on
 # any platform, with hashes. Re-run after changing the dependencies in pyproject.toml.

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.auth.signing import SigningKeys
 from app.auth.verify import TokenVerifier
 from app.claude_sdk.runtime import ClaudeSdkRuntime
+from app.core.sealing import SecretSealer
 from app.core.sql import Sql
 from app.runtime.manager import TurnManager
 from app.secrets.box import SecretBox
@@ -34,6 +35,8 @@ class AppState:
     """The keys of the per-turn tokens this service mints."""
     turns: TurnManager
     """The turn engine (app/runtime)."""
+    webhook_secrets: SecretSealer
+    """Seals and opens the webhooks' signing secrets (app/webhooks/secrets.py)."""
     secret_box: SecretBox
     """The keys that seal stored provider keys (SECRETS_KEY_FILE)."""
     claude_sdk: ClaudeSdkRuntime

@@ -51,11 +51,15 @@ from app.schedules.router import router as schedules_router
 from app.secrets.box import SecretBox
 from app.secrets.keyring import SecretsKeyring
 from app.sessions.router import router as sessions_router
+from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
+from app.webhooks.router import router as webhooks_router
+from app.webhooks.secrets import WebhookSecrets
+from app.webhooks.worker import DeliveryWorker, WorkerConfig
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -119,6 +123,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         outbound=outbound,
         listener=listener,
     )
+    webhook_secrets = await asyncio.to_thread(
+        WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
+    )
     app.state.container = AppState(
         settings=settings,
         engine=engine,
@@ -128,14 +135,21 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         sql=sql,
         signing=signing,
         turns=turns,
+        webhook_secrets=webhook_secrets,
         secret_box=secret_box,
         claude_sdk=claude_sdk,
     )
     await turns.start()
     claude_sdk.pool.start_reaper()
+    deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
+    deliveries.start()
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
+    sweeper.start(settings.lifecycle.session_sweep_seconds)
     try:
         yield
     finally:
+        await sweeper.stop()
+        await deliveries.close()
         await turns.shutdown()
         await claude_sdk.pool.close_all()
         if listener is not None:
@@ -222,6 +236,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         credentials_router,
         memory_router,
         schedules_router,
+        webhooks_router,
         web_router,
         adapters_router,
     ):

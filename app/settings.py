@@ -40,6 +40,7 @@ class DbSettings(BaseSettings):
     def max_connections(self) -> int:
         """The most PostgreSQL connections one process opens: both pools and the LISTEN connection."""
         return self.pool_size + self.api_pool_size + self.max_overflow + 1
+
     echo: bool = False
 
 
@@ -148,6 +149,16 @@ class HttpSettings(BaseSettings):
     """The web page's one-click token for 127.0.0.1 when the service generated its own secret."""
 
 
+class LifecycleSettings(BaseSettings):
+    """Idle expiry and retention of sessions (DESIGN.md "Operations" → Retention); 0 turns either off."""
+
+    model_config = _group("")
+    session_idle_ttl_seconds: int = Field(default=0, ge=0)
+    retention_days: int = Field(default=0, ge=0)
+    session_sweep_seconds: float = Field(default=60.0, gt=0)
+    """How often one replica sweeps (expiry, then retention), each pass a bounded batch."""
+
+
 class ScheduleSettings(BaseSettings):
     model_config = _group("SCHEDULE_")
     min_interval_seconds: int = Field(default=60, ge=1)
@@ -167,6 +178,21 @@ class ObservabilitySettings(BaseSettings):
     otel_service_name: str = "agent-runtime"
 
 
+class WebhookSettings(BaseSettings):
+    model_config = _group("WEBHOOK_")
+    allowed_hosts: CommaList = Field(default_factory=list)
+    """Hosts a webhook may target even when they resolve to private, loopback or link-local addresses."""
+    secrets_key_file: Path | None = None
+    """Base64 AES-256 key that encrypts the signing secrets (generated into DATA_DIR when unset)."""
+    timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    retry_first_seconds: float = Field(default=5.0, gt=0)
+    """The wait after the first failed attempt; it doubles after each further one (at most an hour)."""
+    retry_window_seconds: float = Field(default=86_400.0, gt=0)
+    """A delivery is retried until this long after its event, then given up (`failed`)."""
+    poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the delivery worker looks for due deliveries."""
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -182,9 +208,11 @@ class Settings(BaseSettings):
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
 
     @property
     def database_url(self) -> str:

@@ -30,7 +30,7 @@ from asgi_lifespan import LifespanManager
 
 from app.auth.verify import mint_user_token
 from app.main import create_app
-from app.settings import AnthropicSettings, AuthSettings, ClaudeSdkSettings, DbSettings, Settings
+from app.settings import AnthropicSettings, AuthSettings, ClaudeSdkSettings, DbSettings, ObservabilitySettings, Settings
 from bench.mock_anthropic import Behaviour, build_app
 
 SECRET = "bench-secret-of-sufficient-length-0123456789"
@@ -54,8 +54,9 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def claude_children() -> list[int]:
-    pids = []
+def claude_children() -> set[int]:
+    """Pids of the Claude Code processes this process started that are still alive."""
+    pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,7 +66,7 @@ def claude_children() -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         if ppid == os.getpid() and exe.endswith("/claude"):
-            pids.append(int(entry.name))
+            pids.add(int(entry.name))
     return pids
 
 
@@ -106,6 +107,7 @@ async def run(sessions: int, turns: int, tokens: int) -> None:
             auth=AuthSettings(jwt_secret=SECRET),
             anthropic=AnthropicSettings(api_key=KEY, base_url=base_url),
             claude_sdk=ClaudeSdkSettings(max_sessions=sessions + 2, idle_seconds=600),
+            observability=ObservabilitySettings(log_level="warning"),
         )
         app = create_app(settings)
         token = mint_user_token(SECRET, tenant_id="bench", sub="bench", roles=[], ttl_seconds=3600)
@@ -116,12 +118,12 @@ async def run(sessions: int, turns: int, tokens: int) -> None:
                 pool = app.state.container.claude_sdk.pool
                 starts, rss = [], []
                 for _ in range(sessions):
-                    before = set(claude_children())
+                    before = claude_children()
                     session_id = await session_of(client, headers, "claude_sdk")
                     await one_turn(client, headers, session_id)
                     lease = pool.get(uuid.UUID(session_id))
                     starts.append(lease.started_seconds)
-                    rss += [rss_kib(pid) for pid in set(claude_children()) - before]
+                    rss += [rss_kib(pid) for pid in claude_children() - before]
                 print(f"SDK session start-up: median {statistics.median(starts):.2f} s, max {max(starts):.2f} s "
                       f"({sessions} sessions)")  # fmt: skip
                 print(f"Claude Code RSS after one turn: median {statistics.median(rss) / 1024:.0f} MiB, "

@@ -16,8 +16,10 @@ from pydantic import (
     model_validator,
 )
 
+from app.context.compaction import DEFAULT_KEEP_LAST, DEFAULT_TRIGGER_RATIO
 from app.credentials.schemas import CREDENTIAL_NAME
 from app.governance.policy import PolicyRule, ToolGlob
+from app.providers.context_windows import context_window, estimate_tokens
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo")
 CLAUDE_TOOL_NAMES = ("Read", "Write", "Edit", "Glob", "Grep")
@@ -80,9 +82,18 @@ class Limits(_Strict):
     max_output_tokens: StrictInt = Field(default=20_000, ge=1, le=10_000_000)
 
 
+class CompactionConfig(_Strict):
+    """When and how the built-in context compacts (DESIGN.md "Compaction (built-in context)")."""
+
+    strategy: Literal["summarize", "window"] = "summarize"
+    trigger_ratio: float = Field(default=DEFAULT_TRIGGER_RATIO, gt=0, le=1)
+    keep_last_messages: StrictInt = Field(default=DEFAULT_KEEP_LAST, ge=2, le=1000)
+
+
 class ContextConfig(_Strict):
     team_unit: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
     guardrail_hashes: list[str] = Field(default_factory=list, max_length=100)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
 
 class AgentConfig(_Strict):
@@ -112,6 +123,17 @@ class AgentConfig(_Strict):
         if len(set(tools)) != len(tools):
             raise ValueError("tools must not repeat")
         return tools
+
+    @model_validator(mode="after")
+    def _window_holds_the_system_prompt(self) -> AgentConfig:
+        window = context_window(self.model.provider, self.model.name or "", self.model.context_window)
+        needed = estimate_tokens(self.system_prompt, self.model.provider)
+        if needed >= window:
+            raise ValueError(
+                f"the model's context window ({window} tokens, model.context_window or the built-in table) "
+                f"must be larger than the system prompt (about {needed} tokens)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _runtime_model(self) -> AgentConfig:

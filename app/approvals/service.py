@@ -21,6 +21,7 @@ from app.runtime.manager import TurnManager
 from app.runtime.resume import resume_run
 from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
+from app.sessions.service import session_not_open
 from app.turns.repository import TurnRepository
 
 
@@ -103,8 +104,8 @@ class ApprovalService:
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)
-        if session is None or session.status == "closed":
-            raise Conflict(f"Session {turn.session_id} is closed")
+        if session is None or session.status != "open":
+            raise session_not_open(turn.session_id, session.status if session else "closed")
         return turn, session
 
     def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:

@@ -1,35 +1,10 @@
-"""The built-in context: the session's stored history behind the snapshot's system prompt."""
+"""A Context Engine's assembled context as a system prompt and history (the built-in context's own
+prompt, with compaction, is app/context/compactor.py)."""
 
 from __future__ import annotations
 
 from app.context.engine_client import AssembledContext
 from app.providers.base import ChatMessage
-
-MAX_PROMPT_CHARS = 400_000
-
-
-def compact(messages: list[ChatMessage], *, max_chars: int = MAX_PROMPT_CHARS) -> list[ChatMessage]:
-    """Drop the oldest exchanges until the history fits, always starting at a user message.
-
-    Cutting only in front of a user message keeps every tool result next to the call it answers.
-    """
-    total = sum(len(m.content) for m in messages)
-    start = 0
-    while total > max_chars:
-        following = _next_user_turn(messages, start + 1)
-        if following is None:
-            break
-        total -= sum(len(m.content) for m in messages[start:following])
-        start = following
-    return messages[start:]
-
-
-def _next_user_turn(messages: list[ChatMessage], after: int) -> int | None:
-    for index in range(after, len(messages)):
-        message = messages[index]
-        if message.role == "user" and message.tool_call_id is None:
-            return index
-    return None
 
 
 def engine_system_prompt(assembled: AssembledContext) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from app.context.compaction import StoredSummary
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import EndStatus
 from app.runtime.journal import HumanDecision
@@ -22,6 +23,10 @@ class TurnState(TypedDict, total=False):
     """The session's stored conversation, loaded once per run (includes this turn's user message)."""
     new_messages: list[ChatMessage]
     """Assistant and tool messages added during this run, folded into every later prompt."""
+    summary: StoredSummary | None
+    """The compaction summary in force (built-in context): it stands for the conversation's first messages."""
+    summary_loaded: bool
+    """Whether this run has read the stored summary (only done once the conversation outgrows the trigger)."""
     system: str
     prompt: list[ChatMessage]
     pending: list[ToolCall]

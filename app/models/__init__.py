@@ -12,12 +12,15 @@ from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.runner import Runner
 from app.models.schedule import Schedule, ScheduleFiring
-from app.models.session import Session
+from app.models.session import SESSION_STATUSES, Session
+from app.models.summary import Summary
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
 from app.models.turn import ACTIVE_STATUSES, Turn
 from app.models.turn_event import TurnEvent
 from app.models.usage import Usage
+from app.models.webhook import Webhook
+from app.models.webhook_delivery import WebhookDelivery
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -32,12 +35,16 @@ __all__ = [
     "Message",
     "PolicyDecision",
     "Runner",
+    "SESSION_STATUSES",
     "Schedule",
     "ScheduleFiring",
     "Session",
+    "Summary",
     "TenantPolicy",
     "ToolExecution",
     "Turn",
     "TurnEvent",
     "Usage",
+    "Webhook",
+    "WebhookDelivery",
 ]

@@ -28,6 +28,7 @@ from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import Turn, TurnEvent
 from app.runtime.notify import CHANNEL
+from app.runtime.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
@@ -89,6 +90,12 @@ def settle_query(columns: tuple[str, ...]) -> Query:
     return Query(_settle_update(columns))
 
 
+def _with_outbox(events: Insert, name: str) -> list[Any]:
+    """The events' INSERT returning what it stored, and the webhook deliveries of those events."""
+    stored = events.returning(*(events.table.c[c] for c in OUTBOX_EVENT_COLUMNS)).cte(name)  # type: ignore[attr-defined]
+    return [stored, outbox_insert(stored).cte(f"{name}_outbox")]
+
+
 @lru_cache(maxsize=64)
 def write_query(
     shapes: tuple[Shape, ...], settle_columns: tuple[str, ...] | None, final: Shape | None, notify: bool
@@ -99,7 +106,10 @@ def write_query(
     per turn, sent at commit; see app/runtime/notify.py). A write may carry rows of many turns (the
     shared flush of app/runtime/stream.py), but at most one settle.
     """
-    ctes = [_unnest_insert(table, columns, f"g{i}_").cte(f"g{i}") for i, (table, columns) in enumerate(shapes)]
+    ctes: list[Any] = []
+    for i, (table, columns) in enumerate(shapes):
+        rows = _unnest_insert(table, columns, f"g{i}_")
+        ctes += _with_outbox(rows, f"g{i}") if table is EVENTS else [rows.cte(f"g{i}")]
     settled_count: Any = literal(1)
     if settle_columns is not None:
         settled = _settle_update(settle_columns).cte("settled")
@@ -108,7 +118,8 @@ def write_query(
             target = bare(table)
             values = [bindparam(f"f_{c}", type_=target.c[c].type) for c in columns]
             only_if_settled = select(*values).where(exists(select(settled)))
-            ctes.append(insert(target).from_select(list(columns), only_if_settled).cte("final"))
+            final_insert = insert(target).from_select(list(columns), only_if_settled)
+            ctes += _with_outbox(final_insert, "final") if table is EVENTS else [final_insert.cte("final")]
         settled_count = select(func.count()).select_from(settled).scalar_subquery()
     if not notify:
         return Query(select(settled_count).add_cte(*ctes))
@@ -145,8 +156,10 @@ async def write_in_transaction(
     """Any backend: the same write as a transaction."""
     async with sql.transaction() as tx:
         settled = settle is None or await tx.fetchrow(settle_query(tuple(settle.values)), settle.params()) is not None
-        for (table, _), group in grouped([*rows, final] if settled and final is not None else rows).items():
+        written = [*rows, final] if settled and final is not None else rows
+        for (table, _), group in grouped(written).items():
             await insert_rows(tx, table, group)
+        await enqueue_in_transaction(tx, [row for table, row in written if table is EVENTS])
     return settled
 
 
@@ -156,7 +169,7 @@ async def write_rows(
     """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
     if sql.dialect == "postgresql":
         return await write_in_one_statement(sql, rows, settle, final)
-    if settle is None and len(rows) == 1:
+    if settle is None and len(rows) == 1 and rows[0][0] is not EVENTS:
         await insert_rows(sql, rows[0][0], [rows[0][1]])
         return True
     return await write_in_transaction(sql, rows, settle, final)

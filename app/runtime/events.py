@@ -117,6 +117,19 @@ class UsageEvent(EventBody):
     type: Literal["usage"] = "usage"
     input_tokens: int
     output_tokens: int
+    kind: Literal["model", "compaction", "plan"] = "model"
+    """What the call was for: the turn's own reply, a summarisation of the context, a plan."""
+
+
+class ContextCompacted(EventBody):
+    """The built-in context compacted the prompt (DESIGN.md "Compaction (built-in context)")."""
+
+    type: Literal["context.compacted"] = "context.compacted"
+    strategy: Literal["summarize", "window"]
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
 
 
 class TurnEnded(EventBody):
@@ -159,6 +172,7 @@ TurnEvent = Annotated[
     | ToolCallCompleted
     | ApprovalRequired
     | ContextDegraded
+    | ContextCompacted
     | UsageEvent
     | TurnEnded,
     Field(discriminator="type"),

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
+from app.context.compaction import StoredSummary
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.governance.policy import Decision
@@ -112,6 +113,8 @@ class ModelUsage:
     model: str
     input_tokens: int
     output_tokens: int
+    kind: str = "model"
+    """`model` (the turn's own reply), `compaction` (a summarisation), `plan`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,7 @@ class ApprovalRequest:
 class TurnJournal(Protocol):
     """Where a runtime records one run of a turn.
 
-    Two kinds of method. *Staged* ones (`event`, `assistant_message`, `tool_result`, `decision`)
+    Two kinds of method. *Staged* ones (`event`, `assistant_message`, `tool_result`, `decision`, `model_call`)
     return at once: events reach live followers immediately, and everything staged is stored in
     order with the turn's next write (a periodic batch, a `checkpoint`, or the settle that ends the
     run, atomically with `turn.ended`). *Immediate* ones (`async`) are stored before they return.
@@ -149,6 +152,18 @@ class TurnJournal(Protocol):
 
     def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
         """A policy decision receipt (point `pre_llm` or `tool`) and its `policy.decision` event."""
+        ...
+
+    def model_call(self, usage: ModelUsage) -> None:
+        """The usage row of a model call that adds nothing to the conversation (a summarisation)."""
+        ...
+
+    async def latest_summary(self) -> StoredSummary | None:
+        """The session's newest compaction summary (stored at once, see `save_summary`)."""
+        ...
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        """Store everything staged, then the summary with the ids of the first and the last message it covers."""
         ...
 
     async def checkpoint(self) -> None:

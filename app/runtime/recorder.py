@@ -10,9 +10,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.context.compaction import StoredSummary
 from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime import summary_store
 from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store import (
@@ -68,6 +70,16 @@ class TurnRecorder:
                 policy_hash=decision.policy_hash,
             )
         )
+
+    def model_call(self, usage: ModelUsage) -> None:
+        self._stream.stage(USAGE, usage_row(self._ident, usage))
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return await summary_store.latest_summary(self._store.sql, self._ident.tenant_id, self._ident.session_id)
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self._stream.flush()
+        await summary_store.save_summary(self._store.sql, self._ident, summary, tokens=tokens)
 
     async def checkpoint(self) -> None:
         await self._stream.flush()

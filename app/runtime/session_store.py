@@ -4,6 +4,10 @@ Every benchmarked conversation starts with `POST /sessions`; the ORM unit of wor
 and its version, INSERT, COMMIT) costs several round trips and most of its CPU in SQLAlchemy. When
 the statement inserts nothing (unknown agent or version, archived agent) the ORM path runs instead
 and answers with the precise error.
+
+With an `external_id` the insert does nothing on a conflict with the unique index on (tenant, owner,
+agent, external_id) and the existing session is read instead: concurrent first sends with the same
+id all get the one session, whoever inserted it.
 """
 
 from __future__ import annotations
@@ -12,17 +16,25 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Integer, Table, and_, bindparam, func, insert, literal, select
+from sqlalchemy import Insert, Integer, Table, and_, bindparam, func, insert, literal, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.core.sql import Query, Sql, bare
 from app.models import Agent, AgentVersion, Session
 from app.models.base import utcnow
 
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
+_COLUMNS = ["id", "tenant_id", "agent_id", "agent_version", "owner_sub", "snapshot", "metadata", "status",
+            "external_id", "created_at", "updated_at", "last_active_at"]  # fmt: skip
+_RETURNED = [c for c in _COLUMNS if c != "metadata"] + ["closed_at"]
+_EXTERNAL_KEY = ["tenant_id", "owner_sub", "agent_id", "external_id"]
 
 
-def _create_pinned() -> Query:
+def _pinned_insert(insert_into: Any) -> Any:
+    """`insert_into(sessions).from_select(...)`: the generic or a dialect's insert (for ON CONFLICT)."""
     sessions = bare(SESSIONS)
+    now = bindparam("now", type_=sessions.c.created_at.type)
     pinned = (
         select(
             bindparam("id", type_=sessions.c.id.type),
@@ -33,8 +45,10 @@ def _create_pinned() -> Query:
             AgentVersion.config,
             bindparam("metadata", type_=sessions.c.metadata.type),
             literal("open"),
-            bindparam("now", type_=sessions.c.created_at.type),
-            bindparam("now", type_=sessions.c.created_at.type),
+            bindparam("external_id", type_=sessions.c.external_id.type),
+            now,
+            now,
+            now,
         )
         .join(
             AgentVersion,
@@ -47,14 +61,24 @@ def _create_pinned() -> Query:
             Agent.tenant_id == bindparam("tenant_id"), Agent.id == bindparam("agent_id"), Agent.archived_at.is_(None)
         )
     )
-    columns = ["id", "tenant_id", "agent_id", "agent_version", "owner_sub", "snapshot", "metadata", "status",
-               "created_at", "updated_at"]  # fmt: skip
-    returning = [*(sessions.c[c] for c in columns if c != "metadata"), sessions.c.metadata.label("meta"),
-                 sessions.c.closed_at]  # fmt: skip
-    return Query(insert(sessions).from_select(columns, pinned).returning(*returning))
+    return insert_into(sessions).from_select(_COLUMNS, pinned)
 
 
-CREATE_PINNED = _create_pinned()
+def _returning(statement: Insert) -> Query:
+    sessions = bare(SESSIONS)
+    return Query(statement.returning(*(sessions.c[c] for c in _RETURNED), sessions.c.metadata.label("meta")))
+
+
+CREATE_PINNED = _returning(_pinned_insert(insert))
+CREATE_PINNED_UNLESS_KNOWN = {
+    name: _returning(_pinned_insert(dialect_insert).on_conflict_do_nothing(index_elements=_EXTERNAL_KEY))
+    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
+BY_EXTERNAL_ID = Query(
+    select(*(SESSIONS.c[c] for c in _RETURNED), SESSIONS.c.metadata.label("meta")).where(
+        *(SESSIONS.c[c] == bindparam(c) for c in _EXTERNAL_KEY)
+    )
+)
 
 
 async def create_pinned(
@@ -68,8 +92,31 @@ async def create_pinned(
     session_id: uuid.UUID | None = None,
 ) -> Mapping[str, Any] | None:
     """The new session, or None if the tenant has no open agent with that version."""
-    params = {
-        "id": session_id or uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
-        "owner_sub": owner_sub, "metadata": metadata, "now": utcnow(),
-    }  # fmt: skip
+    params = _params(tenant_id, owner_sub, agent_id, version, metadata, None, session_id)
     return await sql.fetchrow(CREATE_PINNED, params)
+
+
+async def get_or_create_pinned(
+    sql: Sql, *, tenant_id: str, owner_sub: str, agent_id: uuid.UUID, version: int | None,
+    metadata: dict[str, Any], external_id: str,
+) -> tuple[Mapping[str, Any] | None, bool]:  # fmt: skip
+    """(the session, created?): the caller's session with this external id, made now if it had none.
+
+    (None, False) when there is none and the tenant has no open agent with that version.
+    """
+    params = _params(tenant_id, owner_sub, agent_id, version, metadata, external_id, None)
+    created = await sql.fetchrow(CREATE_PINNED_UNLESS_KNOWN[sql.dialect], params)
+    if created is not None:
+        return created, True
+    key = {"tenant_id": tenant_id, "owner_sub": owner_sub, "agent_id": agent_id, "external_id": external_id}
+    return await sql.fetchrow(BY_EXTERNAL_ID, key), False
+
+
+def _params(
+    tenant_id: str, owner_sub: str, agent_id: uuid.UUID, version: int | None, metadata: dict[str, Any],
+    external_id: str | None, session_id: uuid.UUID | None,
+) -> dict[str, Any]:  # fmt: skip
+    return {
+        "id": session_id or uuid.uuid4(), "tenant_id": tenant_id, "agent_id": agent_id, "version": version,
+        "owner_sub": owner_sub, "metadata": metadata, "external_id": external_id, "now": utcnow(),
+    }  # fmt: skip

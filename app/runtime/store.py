@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.sql import Query, Sql, bare, insert_rows
+from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
 from app.models import (
     Approval,
@@ -36,12 +36,14 @@ from app.runtime.batch import Settle
 from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.notify import notify_followers
+from app.runtime.outbox import enqueue_in_transaction
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
 DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
+SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
@@ -146,7 +148,8 @@ MAX_SEQ = Query(
 
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...]) -> Query:
-    """PostgreSQL: the turn and its user message in one statement (a data-modifying CTE).
+    """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
+    (data-modifying CTEs).
 
     Message parameters are prefixed `m_`; the message takes the new turn's id.
     """
@@ -154,7 +157,20 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     new_turn = insert(turns).values({c: bindparam(c) for c in turn_columns}).returning(turns.c.id).cte("new_turn")
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
-    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)))
+    touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
+    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched))
+
+
+_TOUCH_SESSION = Query(
+    update(bare(SESSIONS))
+    .where(bare(SESSIONS).c.id == bindparam("touched_session"))
+    .values(last_active_at=bindparam("touched_at"))
+)
+"""A turn starting is the session's activity (the idle sweep reads `last_active_at`)."""
+
+
+def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
+    return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
 
 
 def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Settle:
@@ -187,11 +203,12 @@ class TurnStore:
         """
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message))
-            await self.sql.execute(query, {**turn, **{f"m_{c}": v for c, v in message.items()}})
+            await self.sql.execute(query, {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)})
         else:
             async with self.sql.transaction() as tx:
                 await insert_rows(tx, TURNS, [turn])
                 await insert_rows(tx, MESSAGES, [message])
+                await tx.execute(_TOUCH_SESSION, _touch(turn))
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
@@ -266,16 +283,16 @@ async def end_unowned_turn(
             loop_count=row.loop_count,
             error=error,
         )
-        await conn.execute(
-            insert(TurnEvent).values(
-                turn_id=turn_id,
-                seq=seq,
-                tenant_id=tenant_id,
-                type=ended.type,
-                data=stamp(str(turn_id), seq, ended),
-                created_at=utcnow(),
-            )
-        )
+        event = {
+            "turn_id": turn_id,
+            "seq": seq,
+            "tenant_id": tenant_id,
+            "type": ended.type,
+            "data": stamp(str(turn_id), seq, ended),
+            "created_at": utcnow(),
+        }
+        await conn.execute(insert(TurnEvent).values(event))
+        await enqueue_in_transaction(AlchemySql(engine, conn), [event])
         if conn.dialect.name == "postgresql":
             await notify_followers(conn, turn_id)
     return True

@@ -27,13 +27,19 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
     operation_id="createSession",
     status_code=status.HTTP_201_CREATED,
     response_model=schemas.Session,
-    responses=problem_responses(404, 409),
+    responses={
+        200: {"model": schemas.Session, "description": "the caller's session with this external_id"},
+        **problem_responses(404, 409),
+    },
 )
 async def create_session(
     body: schemas.SessionCreate, container: ContainerDep, principal: CurrentPrincipal, response: Response
 ) -> schemas.Session:
-    session = await new_session(container, principal, body)
+    """With an `external_id` this caller already used for the agent: 200 and that session."""
+    session, created = await new_session(container, principal, body)
     response.headers["Location"] = f"/sessions/{session.id}"
+    if not created:
+        response.status_code = status.HTTP_200_OK
     return session
 
 

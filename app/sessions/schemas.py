@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.agents.config import ConfigDocument
 from app.core.bounds import Version
+
+SessionStatus = Literal["open", "closed", "expired"]
 
 
 class SessionCreate(BaseModel):
@@ -15,6 +18,15 @@ class SessionCreate(BaseModel):
     agent_id: uuid.UUID
     agent_version: Version | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    external_id: str | None = Field(default=None, min_length=1, max_length=256)
+    """The caller's own id for the conversation: get-or-create per (tenant, owner, agent, external_id)."""
+
+    @field_validator("external_id")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None and any(unicodedata.category(ch) == "Cc" for ch in value):
+            raise ValueError("external_id must not contain control characters")
+        return value
 
 
 class Session(BaseModel):
@@ -23,10 +35,12 @@ class Session(BaseModel):
     agent_id: uuid.UUID
     agent_version: int
     owner: str = Field(validation_alias="owner_sub")
-    status: Literal["open", "closed"]
+    status: SessionStatus
+    external_id: str | None = None
     snapshot: ConfigDocument
     metadata: dict[str, Any] = Field(validation_alias="meta")
     created_at: datetime
+    last_active_at: datetime
     closed_at: datetime | None
 
 

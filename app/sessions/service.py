@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,27 +16,32 @@ from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
 from app.models import Session
 from app.models.base import utcnow
-from app.runtime.session_store import create_pinned
+from app.runtime.session_store import create_pinned, get_or_create_pinned
 from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SessionRepository
 
 
 async def new_session(
     container: Container, principal: Principal, data: schemas.SessionCreate, *, session_id: uuid.UUID | None = None
-) -> schemas.Session:
-    """One statement when the agent version can be pinned; otherwise the ORM path, for its precise error.
+) -> tuple[schemas.Session, bool]:
+    """(the session, created?). One statement when the agent version can be pinned (two for a get by
+    `external_id`); otherwise the ORM path, for its precise error.
 
-    `session_id` names the new session (a protocol adapter derives it from its thread id); a session
+    `session_id` names a new session (a protocol adapter derives it from its thread id); a session
     with that id already existing fails on the primary key.
     """
-    row = await create_pinned(
-        container.sql, tenant_id=principal.tenant_id, owner_sub=principal.sub, agent_id=data.agent_id,
-        version=data.agent_version, metadata=data.metadata, session_id=session_id,
-    )  # fmt: skip
+    fields: dict[str, Any] = {
+        "tenant_id": principal.tenant_id, "owner_sub": principal.sub, "agent_id": data.agent_id,
+        "version": data.agent_version, "metadata": data.metadata,
+    }  # fmt: skip
+    if data.external_id is None:
+        row, created = await create_pinned(container.sql, **fields, session_id=session_id), True
+    else:
+        row, created = await get_or_create_pinned(container.sql, **fields, external_id=data.external_id)
     if row is not None:
-        return schemas.Session.model_validate(dict(row))
+        return schemas.Session.model_validate(dict(row)), created
     async with unit_of_work(container.session_factory) as db:
-        return schemas.Session.model_validate(await SessionService(db, principal).create(data))
+        return schemas.Session.model_validate(await SessionService(db, principal).create(data)), True
 
 
 class SessionService:
@@ -65,6 +71,7 @@ class SessionService:
                 snapshot=pinned.config,
                 meta=data.metadata,
                 status="open",
+                external_id=data.external_id,
             )
         )
 
@@ -83,7 +90,7 @@ class SessionService:
 
     async def close(self, session_id: uuid.UUID) -> None:
         session = await self.get(session_id, for_update=True)
-        if session.status == "closed":
+        if session.status != "open":
             return
         session.status = "closed"
         session.closed_at = utcnow()
@@ -101,6 +108,13 @@ class SessionService:
             items=[schemas.MessageOut.model_validate(m) for m in rows],
             next_cursor=str(rows[-1].id) if more else None,
         )
+
+
+def session_not_open(session_id: uuid.UUID, status: str) -> Conflict:
+    """409 for a turn (or a decision) on a session that ended; `code` says which way it ended."""
+    if status == "expired":
+        return Conflict(f"Session {session_id} expired: it was idle too long", code="session_expired")
+    return Conflict(f"Session {session_id} is closed", code="session_closed")
 
 
 _MAX_ID_DIGITS = len(str(INT64_MAX))

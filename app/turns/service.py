@@ -26,7 +26,7 @@ from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.store import message_row
 from app.runtime.stream import TurnStream
-from app.sessions.service import SessionService
+from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -67,8 +67,8 @@ class TurnService:
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session["status"] == "closed":
-            raise Conflict(f"Session {session_id} is closed")
+        if session["status"] != "open":
+            raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
         limits = session["snapshot"].get("limits", {})
         asked = body.limits or schemas.TurnLimits()

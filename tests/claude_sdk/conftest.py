@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.sql import Sql, open_sql
+from bench.claude_sdk import claude_children
 from tests.claude_sdk.mock_anthropic import MockAnthropic
+
+__all__ = ["MOCK_KEY", "claude_children"]
 
 MOCK_KEY = "sk-ant-mock-key-for-tests-0123456789"
 
@@ -31,17 +34,11 @@ def anthropic(mock_anthropic: MockAnthropic) -> MockAnthropic:
     return mock_anthropic
 
 
-def claude_children() -> set[int]:
-    """Pids of the Claude Code processes this test process started that are still alive."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            exe = os.readlink(entry / "exe")
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and exe.endswith("/claude"):
-            pids.add(int(entry.name))
-    return pids
+@pytest.fixture(scope="module")
+async def hot_sql(sql: AsyncEngine) -> AsyncIterator[Sql]:
+    """The hot-path statement runner the governance reads policies through."""
+    runner = await open_sql(sql, max_size=2, acquire_timeout=10)
+    try:
+        yield runner
+    finally:
+        await runner.close()

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.claude_sdk.pool import ClientPool
 from app.models import PolicyDecision, ToolExecution
 from app.settings import AnthropicSettings, ClaudeSdkSettings, Settings
 from tests.claude_sdk.conftest import MOCK_KEY, claude_children
@@ -66,6 +67,12 @@ def api(sdk_app: tuple[FastAPI, httpx.AsyncClient]) -> httpx.AsyncClient:
     return sdk_app[1]
 
 
+@pytest.fixture
+def pool(sdk_app: tuple[FastAPI, httpx.AsyncClient]) -> ClientPool:
+    """The service's pool of Claude Code processes."""
+    return sdk_app[0].state.container.claude_sdk.pool  # type: ignore[no-any-return]
+
+
 async def new_session(api: httpx.AsyncClient, headers: dict[str, str], **extra: Any) -> str:
     agent = await create_agent(api, headers, sdk_config(**extra), name="sdk-agent")
     return str((await create_session(api, headers, agent["id"]))["id"])
@@ -73,6 +80,15 @@ async def new_session(api: httpx.AsyncClient, headers: dict[str, str], **extra: 
 
 async def turn(api: httpx.AsyncClient, headers: dict[str, str], session_id: str, text: str) -> list[Frame]:
     return await read_turn(api, "POST", f"/sessions/{session_id}/turns", json={"input": text}, headers=headers)
+
+
+async def session_after_one_turn(
+    api: httpx.AsyncClient, headers: dict[str, str], anthropic: MockAnthropic, reply: str
+) -> str:
+    session_id = await new_session(api, headers)
+    anthropic.play(Step(text=reply))
+    await turn(api, headers, session_id, "hi")
+    return session_id
 
 
 def of(frames: list[Frame], event: str) -> list[dict[str, Any]]:
@@ -107,10 +123,8 @@ async def test_a_text_turn_streams_stores_and_replays(
 
 
 async def test_the_next_turn_reuses_the_session_process_and_its_conversation(
-    sdk_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], anthropic: MockAnthropic
+    api: httpx.AsyncClient, pool: ClientPool, alice: dict[str, str], anthropic: MockAnthropic
 ) -> None:
-    app, api = sdk_app
-    pool = app.state.container.claude_sdk.pool
     session_id = await new_session(api, alice)
     anthropic.play(Step(text="first answer"), Step(text="second answer"))
 
@@ -247,13 +261,9 @@ async def test_beyond_the_process_bound_a_turn_answers_429(
 
 
 async def test_an_idle_process_is_closed_and_the_next_turn_resumes_the_conversation(
-    sdk_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], anthropic: MockAnthropic
+    api: httpx.AsyncClient, pool: ClientPool, alice: dict[str, str], anthropic: MockAnthropic
 ) -> None:
-    app, api = sdk_app
-    pool = app.state.container.claude_sdk.pool
-    session_id = await new_session(api, alice)
-    anthropic.play(Step(text="remember the word teapot"))
-    await turn(api, alice, session_id, "a word please")
+    session_id = await session_after_one_turn(api, alice, anthropic, "remember the word teapot")
 
     pool.idle_seconds = 0.0
     try:
@@ -290,13 +300,9 @@ async def test_a_claude_tool_works_in_the_session_folder_only(
 
 
 async def test_closing_the_session_ends_its_process(
-    sdk_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], anthropic: MockAnthropic
+    api: httpx.AsyncClient, pool: ClientPool, alice: dict[str, str], anthropic: MockAnthropic
 ) -> None:
-    app, api = sdk_app
-    pool = app.state.container.claude_sdk.pool
-    session_id = await new_session(api, alice)
-    anthropic.play(Step(text="hello"))
-    await turn(api, alice, session_id, "hi")
+    session_id = await session_after_one_turn(api, alice, anthropic, "hello")
     assert pool.get(uuid.UUID(session_id)) is not None
     assert len(claude_children()) == 1
 

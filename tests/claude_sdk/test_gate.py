@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.surface import ToolSurface
-from app.core.sql import Sql, open_sql
+from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.governance.policy import Decision
 from app.tools.base import ToolResult
@@ -34,15 +32,6 @@ class Recorder:
 
     async def on_verdict(self, tool_call_id: str, name: str, arguments: dict[str, Any], verdict: Verdict) -> Verdict:
         return verdict
-
-
-@pytest.fixture(scope="module")
-async def hot_sql(sql: AsyncEngine) -> AsyncIterator[Sql]:
-    runner = await open_sql(sql, max_size=2, acquire_timeout=10)
-    try:
-        yield runner
-    finally:
-        await runner.close()
 
 
 def gate(hot_sql: Sql, workdir: Path, recorder: Recorder, **governance: Any) -> ToolGate:

@@ -14,14 +14,13 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.claude_sdk.events import Event, EventMapper
 from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.options import Provider, SessionFolders, session_options
 from app.claude_sdk.router import SessionRouter
 from app.claude_sdk.surface import ToolSurface, claude_tools
-from app.core.sql import Sql, open_sql
+from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.governance.policy import Decision
 from app.tools.base import ToolResult
@@ -79,15 +78,6 @@ class Session:
             if isinstance(message, ResultMessage):
                 return events, message
         raise AssertionError("the SDK turn ended without a result")
-
-
-@pytest.fixture(scope="module")
-async def hot_sql(sql: AsyncEngine) -> AsyncIterator[Sql]:
-    runner = await open_sql(sql, max_size=2, acquire_timeout=10)
-    try:
-        yield runner
-    finally:
-        await runner.close()
 
 
 async def _open(

@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.agents.config import AgentConfig
+from app.context.compaction import StoredSummary
 from app.governance.gate import Governance
 from app.governance.policy import Decision, PolicySet, parse_rules
 from app.graph.context import TurnContext
@@ -39,6 +40,7 @@ class MemoryJournal:
     dispatches: list[tuple[str, int, ToolCall]] = field(default_factory=list)
     approvals: dict[uuid.UUID, ApprovalRequest] = field(default_factory=dict)
     audits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    summaries: list[StoredSummary] = field(default_factory=list)
     checkpoints: int = 0
     staged_at_checkpoint: list[int] = field(default_factory=list)
     """How many messages had been recorded at each checkpoint (and dispatch)."""
@@ -84,6 +86,16 @@ class MemoryJournal:
 
     async def audit(self, kind: str, detail: Mapping[str, Any]) -> None:
         self.audits.append((kind, dict(detail)))
+
+    def model_call(self, usage: ModelUsage) -> None:
+        self.usage.append(usage)
+
+    async def latest_summary(self) -> StoredSummary | None:
+        return self.summaries[-1] if self.summaries else None
+
+    async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
+        await self.checkpoint()
+        self.summaries.append(summary)
 
     async def stored_history(self) -> list[ChatMessage]:
         return [*self.history, *self.messages]

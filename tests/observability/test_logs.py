@@ -6,12 +6,13 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from app.core.access import request_id_from
-from app.settings import AnthropicSettings, ObservabilitySettings
+from app.settings import AnthropicSettings, ObservabilitySettings, WebhookSettings
 from tests.conftest import TEST_SECRET, TokenFactory, make_settings, running_app
 from tests.factories import create_agent, create_session
 from tests.observability.capture import captured_logs
@@ -19,6 +20,7 @@ from tests.sse import read_turn
 from tests.turns.support import POLL_TIMEOUT_SECONDS, scripted_session
 
 ANTHROPIC_KEY = "sk-ant-test-key-that-must-never-be-logged-0123456789"
+URL_TOKEN = "url-token-that-must-never-be-logged-9876"
 
 
 def _access_lines(records: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -104,11 +106,15 @@ async def test_no_log_line_ever_carries_a_token_key_or_secret(
     """Turn scenarios (completed, tool calls, approval, provider failure, bad token) logged at DEBUG."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     anthropic = AnthropicSettings(api_key=ANTHROPIC_KEY, base_url="http://127.0.0.1:9", max_retries=0)
-    settings = make_settings(database_url, tmp_path, anthropic=anthropic)
+    hooks = WebhookSettings(allowed_hosts=["127.0.0.1"], poll_seconds=0.05, retry_first_seconds=0.05)
+    settings = make_settings(database_url, tmp_path, anthropic=anthropic, webhooks=hooks)
     alice = auth_headers(tenant, "alice", roles=["admin"])
     token = alice["Authorization"].removeprefix("Bearer ")
     with captured_logs(level=logging.DEBUG) as logs:
         async with running_app(settings) as (_, client):
+            hook_url = f"http://127.0.0.1:9/hook?token={URL_TOKEN}"
+            hook = await client.post("/webhooks", json={"url": hook_url, "events": ["turn.ended"]}, headers=alice)
+            webhook_secret = hook.json()["secret"]
             calc = {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}
             session = await scripted_session(client, alice, calc, {"text": "42"})
             await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "x"}, headers=alice)
@@ -122,10 +128,18 @@ async def test_no_log_line_ever_carries_a_token_key_or_secret(
             forged = {"Authorization": f"Bearer {token[:-4]}AAAA"}
             assert (await client.get("/sessions", headers=forged)).status_code == 401
             await client.get(f"/turns/{frames[-1].data['turn_id']}/events?access_token={token}")
+            hook_id = hook.json()["id"]
+            async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+                while not any(d["attempts"] >= 2 for d in await _deliveries(client, alice, hook_id)):
+                    await asyncio.sleep(0.05)
     text = logs.text()
     assert _access_lines(logs.records())
-    for secret in (token, token.split(".")[2], ANTHROPIC_KEY, TEST_SECRET):
+    for secret in (token, token.split(".")[2], ANTHROPIC_KEY, TEST_SECRET, webhook_secret, URL_TOKEN):
         assert secret not in text
+
+
+async def _deliveries(client: httpx.AsyncClient, headers: dict[str, str], hook_id: str) -> list[dict[str, Any]]:
+    return list((await client.get(f"/webhooks/{hook_id}/deliveries", headers=headers)).json()["items"])
 
 
 async def test_console_format_is_for_humans(database_url: str, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from app.main import create_app
 from app.settings import Settings
@@ -21,7 +22,14 @@ START_TIMEOUT_SECONDS = 30
 @asynccontextmanager
 async def serve_on_loopback(settings: Settings) -> AsyncIterator[str]:
     """Run a fresh app under uvicorn on a free loopback port; yields its base URL."""
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+    async with serve_asgi(create_app(settings), lifespan="on") as url:
+        yield url
+
+
+@asynccontextmanager
+async def serve_asgi(app: ASGIApp, *, port: int = 0, lifespan: str = "auto") -> AsyncIterator[str]:
+    """Run any ASGI app under uvicorn on 127.0.0.1 (`port` 0: a free one); yields its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan=lifespan, log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -31,8 +39,8 @@ async def serve_on_loopback(settings: Settings) -> AsyncIterator[str]:
                     task.result()
                     raise RuntimeError("uvicorn stopped before it started")
                 await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{bound}"
     finally:
         server.should_exit = True
         await task

@@ -6,11 +6,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.context.builtin import compact, engine_history, engine_system_prompt
+from app.context.builtin import engine_history, engine_system_prompt
 from app.context.engine_client import ContextEngineError, ContextEngineUnavailable
 from app.governance.gate import judge_input
 from app.governance.policy import Decision
 from app.graph.context import TurnContext
+from app.graph.nodes.builtin_context import builtin_prompt
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
@@ -35,11 +36,7 @@ async def assemble_context(state: TurnState, runtime: Runtime[TurnContext]) -> d
             turn_start = [ChatMessage(role="user", content=state["input"])]
             prompt = engine_history(assembled) + turn_start + _this_turn(state) + new_messages
             return {"system": engine_system_prompt(assembled), "prompt": prompt}
-    history = state.get("history", [])
-    return {
-        "system": ctx.config.system_prompt,
-        "prompt": compact(history + new_messages),
-    }
+    return await builtin_prompt(state, ctx)
 
 
 def _this_turn(state: TurnState) -> list[ChatMessage]:

@@ -1,0 +1,216 @@
+"""The delivery worker: drains the outbox (`webhook_deliveries`), once per delivery across replicas.
+
+Every `poll` seconds (or when woken) it claims due deliveries in one statement — on PostgreSQL
+`FOR UPDATE SKIP LOCKED`, so two replicas never claim the same row — by moving their
+`next_attempt_at` past the claim's lease and counting the attempt. Then it POSTs each, signed
+(Standard Webhooks), with a bounded time, and records the outcome: a 2xx ends it (`delivered`);
+anything else is retried with exponential back-off until the retry window after the event has
+passed (`failed`). A replica that dies mid-attempt leaves the row claimed until the lease ends; then
+another one tries again with the same `webhook-id`, so a receiver that got it dedupes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import Table, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.logs import get_logger
+from app.core.outbound import OutboundBlocked, check_outbound_url
+from app.core.sealing import SealedSecret, SecretSealer
+from app.models.base import utcnow
+from app.models.webhook import Webhook
+from app.models.webhook_delivery import WebhookDelivery
+from app.settings import WebhookSettings
+from app.webhooks.service import secret_binding
+from app.webhooks.signing import secret_key, signed_headers
+
+log = get_logger("agent_runtime.webhooks")
+BATCH = 20
+MAX_ERROR_CHARS = 300
+FIRST_RETRY_SECONDS = 5.0
+MAX_RETRY_SECONDS = 3600.0
+DELIVERIES: Table = WebhookDelivery.__table__  # type: ignore[assignment]
+WEBHOOKS: Table = Webhook.__table__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    allowed_hosts: Sequence[str]
+    timeout: float
+    retry_window: float
+    poll: float
+    first_retry: float = FIRST_RETRY_SECONDS
+    max_retry: float = MAX_RETRY_SECONDS
+
+    @classmethod
+    def of(cls, settings: WebhookSettings) -> WorkerConfig:
+        return cls(
+            allowed_hosts=settings.allowed_hosts,
+            timeout=settings.timeout_seconds,
+            retry_window=settings.retry_window_seconds,
+            poll=settings.poll_seconds,
+            first_retry=settings.retry_first_seconds,
+        )
+
+    @property
+    def lease(self) -> timedelta:
+        """How long a claimed delivery stays invisible to other replicas: longer than any attempt."""
+        return timedelta(seconds=2 * self.timeout + 30)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+
+
+def retry_delay(attempts: int, config: WorkerConfig) -> float:
+    """5 s, 10 s, 20 s … doubling after each failed attempt, at most `max_retry`."""
+    doublings = min(max(attempts - 1, 0), 30)
+    return float(min(config.first_retry * (1 << doublings), config.max_retry))
+
+
+class DeliveryWorker:
+    def __init__(
+        self, engine: AsyncEngine, http: httpx.AsyncClient, sealer: SecretSealer, config: WorkerConfig
+    ) -> None:
+        self.engine = engine
+        self.http = http
+        self.sealer = sealer
+        self.config = config
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._postgres = engine.dialect.name == "postgresql"
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="webhook-deliveries")
+
+    def wake(self) -> None:
+        """Look for due deliveries now (an outbox row was just written by this process)."""
+        self._wake.set()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                while await self.run_once() >= BATCH:
+                    pass
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("webhook delivery pass failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.poll):
+                    await self._wake.wait()
+            self._wake.clear()
+
+    async def run_once(self) -> int:
+        """Claim and attempt the due deliveries; returns how many were claimed."""
+        claimed = await self._claim()
+        if not claimed:
+            return 0
+        hooks = await self._webhooks({row["webhook_id"] for row in claimed})
+        outcomes = await asyncio.gather(*(self._attempt(row, hooks.get(row["webhook_id"])) for row in claimed))
+        async with self.engine.begin() as conn:
+            for row, outcome in zip(claimed, outcomes, strict=True):
+                await conn.execute(self._record(row, outcome))
+        return len(claimed)
+
+    async def _claim(self) -> list[dict[str, Any]]:
+        now = utcnow()
+        due = (
+            select(DELIVERIES.c.id)
+            .where(DELIVERIES.c.status == "pending", DELIVERIES.c.next_attempt_at <= now)
+            .order_by(DELIVERIES.c.next_attempt_at)
+            .limit(BATCH)
+        )
+        if self._postgres:
+            due = due.with_for_update(skip_locked=True)
+        claim = (
+            update(DELIVERIES)
+            .where(DELIVERIES.c.id.in_(due.scalar_subquery()))
+            .values(next_attempt_at=now + self.config.lease, attempts=DELIVERIES.c.attempts + 1, last_attempt_at=now)
+            .returning(
+                DELIVERIES.c.id,
+                DELIVERIES.c.tenant_id,
+                DELIVERIES.c.webhook_id,
+                DELIVERIES.c.payload,
+                DELIVERIES.c.attempts,
+                DELIVERIES.c.created_at,
+                DELIVERIES.c.last_error,
+            )
+        )
+        async with self.engine.begin() as conn:
+            return [dict(row) for row in (await conn.execute(claim)).mappings()]
+
+    async def _webhooks(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+        stmt = select(
+            WEBHOOKS.c.id, WEBHOOKS.c.tenant_id, WEBHOOKS.c.url, WEBHOOKS.c.secret_key_id, WEBHOOKS.c.secret_sealed
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt.where(WEBHOOKS.c.id.in_(ids)))).mappings()
+            return {row["id"]: dict(row) for row in rows}
+
+    async def _attempt(self, delivery: dict[str, Any], hook: dict[str, Any] | None) -> Outcome:
+        if hook is None or hook["tenant_id"] != delivery["tenant_id"]:
+            return Outcome(ok=False, error="the webhook was deleted")
+        try:
+            await check_outbound_url(hook["url"], self.config.allowed_hosts)
+            sealed = SealedSecret(hook["secret_key_id"], hook["secret_sealed"])
+            key = secret_key(self.sealer.open(sealed, secret_binding(hook["tenant_id"], hook["id"])))
+            body = delivery["payload"].encode()
+            headers = signed_headers(key, f"msg_{delivery['id'].hex}", int(time.time()), body)
+            async with asyncio.timeout(self.config.timeout):
+                async with self.http.stream(
+                    "POST",
+                    hook["url"],
+                    content=body,
+                    headers=headers,
+                    timeout=self.config.timeout,
+                    follow_redirects=False,
+                ) as response:
+                    status = response.status_code
+        except OutboundBlocked as exc:
+            return Outcome(ok=False, error=f"blocked: {exc}")
+        except (httpx.HTTPError, TimeoutError, OSError) as exc:
+            return Outcome(ok=False, error=type(exc).__name__)
+        except Exception as exc:  # a secret that no longer opens (key removed): keep the row, say why
+            log.warning(
+                "webhook delivery could not be prepared", delivery_id=str(delivery["id"]), error=type(exc).__name__
+            )
+            return Outcome(ok=False, error=type(exc).__name__)
+        if 200 <= status < 300:
+            return Outcome(ok=True, status=status)
+        return Outcome(ok=False, status=status, error=f"HTTP {status}")
+
+    def _record(self, delivery: dict[str, Any], outcome: Outcome) -> Any:
+        now = utcnow()
+        values: dict[str, Any] = {"response_status": outcome.status, "last_error": outcome.error}
+        if outcome.ok:
+            values.update(status="delivered", delivered_at=now, last_error=delivery["last_error"])
+        else:
+            next_at = now + timedelta(seconds=retry_delay(delivery["attempts"], self.config))
+            if next_at > delivery["created_at"] + timedelta(seconds=self.config.retry_window):
+                values.update(status="failed")
+            else:
+                values.update(next_attempt_at=next_at)
+            if outcome.error is not None:
+                values["last_error"] = outcome.error[:MAX_ERROR_CHARS]
+        return update(DELIVERIES).where(DELIVERIES.c.id == delivery["id"]).values(values)
