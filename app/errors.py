@@ -14,9 +14,10 @@ class AppError(Exception):
     title: str = "Internal Server Error"
     type_slug: str = "internal"
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.headers = headers or {}
         self.extra = extra
 
 
@@ -51,6 +52,19 @@ class InvalidInput(AppError):
 
     def __init__(self, detail: str, *, field: str) -> None:
         super().__init__(detail, errors=[{"loc": field.split("."), "msg": detail, "type": "value_error"}])
+
+
+class RuleViolation(AppError):
+    """A request that is well-formed but breaks a rule of the tenant (422); `code` names the rule.
+
+    The problem carries `code` (snake_case, also the last segment of `type` in kebab-case).
+    """
+
+    status, title = 422, "Unprocessable Content"
+
+    def __init__(self, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail, code=code, **extra)
+        self.type_slug = code.replace("_", "-")
 
 
 class InvalidDocument(AppError):

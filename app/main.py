@@ -41,10 +41,11 @@ from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
+from app.openapi_links import add_links
 from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
-from app.runtime.events import event_schemas
+from app.runtime.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router
@@ -55,6 +56,7 @@ from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
+from app.usage.router import router as usage_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
@@ -233,6 +235,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         turns_router,
         approvals_router,
         policies_router,
+        usage_router,
         credentials_router,
         memory_router,
         schedules_router,
@@ -247,23 +250,39 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _publish_event_schemas(app: FastAPI) -> None:
-    """Put the SSE event union under components, so generated clients get typed events."""
+    """Put the SSE event union under components, so generated clients get typed events.
+
+    A stream's `schema` describes one event as OpenAPI 3.1 readers parse it (`{id, event, data}`);
+    the union is the schema of its `data`, a JSON text (`contentMediaType`/`contentSchema`)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
             schema.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
+            schema["components"]["schemas"][GENERIC_FRAME_SCHEMA_NAME] = GENERIC_FRAME_SCHEMA
+            add_links(schema)
             _refer_config_documents(schema["components"]["schemas"])
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     stream = operation.get("responses", {}).get("200", {}).get("content", {}).get(SSE_MEDIA_TYPE)
                     if stream is not None:
-                        stream["schema"] = {"$ref": "#/components/schemas/TurnEvent"}
+                        stream["schema"] = _frame_schema(stream.get("schema") or {})
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+EVENT_UNION_REF = "#/components/schemas/TurnEvent"
+TURN_FRAME_REF = f"#/components/schemas/{FRAME_SCHEMA_NAME}"
+
+
+def _frame_schema(declared: dict[str, Any]) -> dict[str, Any]:
+    """A turn's stream: its typed frame. Any other stream (AG-UI, AI SDK): a frame whose `data` is text."""
+    if declared.get("$ref") in (EVENT_UNION_REF, TURN_FRAME_REF):
+        return {"$ref": TURN_FRAME_REF}
+    return {"$ref": f"#/components/schemas/{GENERIC_FRAME_SCHEMA_NAME}"}
 
 
 def _refer_config_documents(schemas: dict[str, Any]) -> None:

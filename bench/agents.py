@@ -35,6 +35,19 @@ async def create_agent(url: str, token: str, name: str, config: dict[str, Any]) 
     return str(resp.json()["id"])
 
 
+BENCH_LIMITS = {"max_concurrent_turns": 10_000, "token_quota": {"period": "month", "tokens": 10**15}}
+
+
+async def put_limits(url: str, limits: dict[str, Any]) -> None:
+    from app.auth.verify import mint_user_token
+
+    admin = mint_user_token(SECRET, tenant_id=TENANT, sub="bench-admin", roles=["admin"], ttl_seconds=3600)
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+        resp = await client.put(f"{url}/limits", json=limits, headers={"Authorization": f"Bearer {admin}"})
+    if resp.status_code != 200:
+        raise RuntimeError(f"setting the tenant's limits failed: {resp.status_code} {resp.text[:500]}")
+
+
 LLM_AGENT = {
     "model": {"provider": "anthropic", "name": "claude-mock", "max_tokens": 1024},
     "tools": ["builtin:echo"],

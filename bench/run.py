@@ -34,6 +34,7 @@ import httpx
 
 from bench import cpu
 from bench.agents import (
+    BENCH_LIMITS,
     LLM_AGENT,
     OPENAI_AGENT,
     SCRIPTED_AGENT,
@@ -44,6 +45,7 @@ from bench.agents import (
     create_agent,
     floor_fn,
     mint_token,
+    put_limits,
     warm_up,
 )
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_connections
@@ -150,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="agent-runtime's turn pool: default (its own settings), N (DATABASE_POOL_SIZE=N), or auto: the default "
         "unless the PostgreSQL server has too few free connections (default auto)",
+    )
+    parser.add_argument(
+        "--tenant-limits",
+        action="store_true",
+        help="give the bench tenant a token quota and a concurrent-turn ceiling high enough never to refuse, "
+        "so every turn pays for the admission checks and every model call reserves and settles",
     )
     parser.add_argument("--json-out", type=Path, default=RESULTS, help="where to write the results JSON")
     scripted = parser.add_argument_group("scripted-only (issue 3): drive an already running server")
@@ -303,6 +311,8 @@ class Run:
     pg_connections: dict[str, int] = field(default_factory=dict)
     loadavg_at_start: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pool: dict[str, str] = field(default_factory=dict)
+    tenant_limits: bool = False
+    """The bench tenant has a token quota and a concurrent-turn ceiling (issue 11's hot-path cost)."""
 
 
 async def measure(
@@ -365,6 +375,8 @@ async def run_phase(run: Run, phase: Phase) -> None:
     plan = run.plan
     if not run.agents:
         run.token = mint_token()
+        if run.tenant_limits:
+            await put_limits(phase.ar.url, BENCH_LIMITS)
         run.agents["llm"] = await create_agent(phase.ar.url, run.token, "bench-llm", LLM_AGENT)
         run.agents["scripted"] = await create_agent(phase.ar.url, run.token, "bench-scripted", SCRIPTED_AGENT)
         run.agents["openai"] = await create_agent(phase.ar.url, run.token, "bench-openai", OPENAI_AGENT)
@@ -453,7 +465,7 @@ async def full_run(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     db = BenchDatabase(args.pg_url or admin_url_from_env())
     procs = ProcSet(logs)
-    run = Run(plan=plan, db=db)
+    run = Run(plan=plan, db=db, tenant_limits=args.tenant_limits)
     started = dt.datetime.now(dt.UTC)
     try:
         run.loadavg_at_start = os.getloadavg()

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 START_TIMEOUT_SECONDS = 180
-"""Generous: on a loaded shared machine importing the app alone can take a minute."""
+"""A safety net for a loaded machine (start-up takes seconds), not a measurement."""
 
 
 @dataclass(frozen=True)

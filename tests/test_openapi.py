@@ -94,6 +94,17 @@ def test_operations_with_input_document_422(spec: dict[str, Any]) -> None:
     assert missing == []
 
 
+def test_every_operation_documents_what_any_request_may_meet(spec: dict[str, Any]) -> None:
+    """400 (a malformed cursor or unreadable body), 500, 503 (pool at capacity) anywhere; 413 with a body."""
+    missing = [
+        (_label(m, p), status)
+        for m, p, op in operations(spec)
+        for status in ("400", "500", "503", *(("413",) if "requestBody" in op else ()))
+        if status not in op["responses"]
+    ]
+    assert missing == []
+
+
 def test_operations_on_a_resource_id_document_404(spec: dict[str, Any]) -> None:
     """A create-or-replace PUT (it documents 201) never answers 404: it creates what is missing."""
     missing = [

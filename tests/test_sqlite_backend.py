@@ -35,3 +35,7 @@ async def test_a_gated_turn_runs_and_resumes_on_sqlite(tmp_path: Path, alice: di
         assert resumed[-1].data["final_output"] == "done"
         messages = (await client.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
         assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant"]
+        turn_id = first[0].data["turn_id"]
+        receipts = (await client.get(f"/turns/{turn_id}/decisions", headers=alice)).json()["items"]
+        human = [(r["point"], r["verdict"], r["decided_by"], r["rule_id"]) for r in receipts if r["point"] == "human"]
+        assert human == [("human", "approve", "alice", "calc")]

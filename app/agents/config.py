@@ -78,8 +78,12 @@ class ModelConfig(_Strict):
 
 
 class Limits(_Strict):
-    max_loops: StrictInt = Field(default=8, ge=1, le=100)
-    max_output_tokens: StrictInt = Field(default=20_000, ge=1, le=10_000_000)
+    """Per-turn limits; an unset one is the service default (8 loops, 20,000 output tokens, no total
+    cap), and the tenant's ceilings apply on top at run time (app/governance/limits.py)."""
+
+    max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
 class CompactionConfig(_Strict):

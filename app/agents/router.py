@@ -10,13 +10,13 @@ from app.agents.service import AgentService
 from app.core.bounds import INT32_MAX
 from app.core.pagination import MAX_LIMIT, Page
 from app.core.problems import problem_responses
-from app.deps import CurrentPrincipal, SessionDep
+from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 
 router = APIRouter(prefix="/agents", tags=["agents"], responses=problem_responses(401, 422))
 
 
-async def get_service(db: SessionDep, principal: CurrentPrincipal) -> AgentService:
-    return AgentService(db, principal)
+async def get_service(db: SessionDep, principal: CurrentPrincipal, container: ContainerDep) -> AgentService:
+    return AgentService(db, principal, gateway_configured=bool(container.settings.mcp_gateway.url))
 
 
 Service = Annotated[AgentService, Depends(get_service)]

@@ -14,18 +14,42 @@ from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
 from app.core.merge_patch import merge_patch
 from app.core.pagination import Page, page_of
-from app.errors import InvalidDocument, NotFound
+from app.errors import InvalidDocument, NotFound, RuleViolation
+from app.governance.limits import excesses
 from app.models import Agent, AgentVersion
 from app.models.base import utcnow
+from app.usage.service import LimitsService
 
 
 class AgentService:
-    def __init__(self, db: AsyncSession, principal: Principal) -> None:
+    def __init__(self, db: AsyncSession, principal: Principal, *, gateway_configured: bool) -> None:
         self.principal = principal
         self.agents = AgentRepository(db, principal.tenant_id)
         self.versions = AgentVersionRepository(db, principal.tenant_id)
+        self.limits = LimitsService(db, principal)
+        self.gateway_configured = gateway_configured
+
+    async def _check(self, config: AgentConfig) -> None:
+        """Rules of the deployment and the tenant that a valid configuration must also meet."""
+        servers = [ref for ref in config.tools if ref.startswith("mcp:")]
+        if servers and not self.gateway_configured:
+            raise RuleViolation(
+                "mcp_gateway_not_configured",
+                f"{', '.join(servers)}: MCP tools need an MCP gateway, and none is configured (MCP_GATEWAY_URL)",
+            )
+        over = excesses(await self.limits.ceilings(), config.limits.model_dump(exclude_none=True))
+        if over:
+            raise RuleViolation(
+                "limit_exceeds_tenant_ceiling",
+                "; ".join(f"limits.{e.field} {e.limit} is above the tenant's ceiling {e.ceiling}" for e in over),
+                errors=[
+                    {"loc": ["body", "config", "limits", e.field], "msg": f"at most {e.ceiling}", "type": "ceiling"}
+                    for e in over
+                ],
+            )
 
     async def create(self, data: schemas.AgentCreate) -> schemas.Agent:
+        await self._check(data.config)
         agent = await self.agents.add(
             Agent(
                 id=uuid.uuid4(),
@@ -57,16 +81,17 @@ class AgentService:
 
     async def update(self, agent_id: uuid.UUID, data: schemas.AgentUpdate) -> schemas.Agent:
         agent = await self.load(agent_id, for_update=True)
+        version = await self.version(agent_id, agent.current_version)
+        config = version.config if data.config is None else _patched(version.config, data.config)
+        if config != version.config:
+            await self._check(AgentConfig.model_validate(config))
         if data.name is not None:
             agent.name = data.name
         if "description" in data.model_fields_set:
             agent.description = data.description
-        version = await self.version(agent_id, agent.current_version)
-        if data.config is not None:
-            config = _patched(version.config, data.config)
-            if config != version.config:
-                agent.current_version += 1
-                version = await self._add_version(agent, agent.current_version, config)
+        if config != version.config:
+            agent.current_version += 1
+            version = await self._add_version(agent, agent.current_version, config)
         agent.updated_at = utcnow()
         await self.agents.session.flush()
         return _view(agent, version)

@@ -18,11 +18,13 @@ from app.models import Approval, Session, Turn
 from app.models.base import utcnow
 from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.quota import token_quota_of
 from app.runtime.resume import resume_run
 from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
 from app.sessions.service import session_not_open
 from app.turns.repository import TurnRepository
+from app.usage.service import LimitsService
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,9 @@ class ApprovalService:
         if not await turns.claim_for_resume(turn.id, approval_id=approval_id, runner_id=self.manager.runner_id):
             raise Conflict(f"Turn {turn.id} was resumed by another decision")
         await db.refresh(turn)
-        return await resume_run(self.manager.store, turn, session, approval_id, decisions)
+        ceilings = await LimitsService(db, self.principal).ceilings()
+        quota = token_quota_of(ceilings)
+        return await resume_run(self.manager.store, turn, session, approval_id, decisions, token_quota=quota)
 
 
 def _human(approval: Approval) -> HumanDecision:
@@ -138,4 +142,6 @@ def _human(approval: Approval) -> HumanDecision:
         "decision": "approve" if approval.status == "approved" else "deny",
         "reason": approval.decision_reason,
         "arguments": approval.edited_arguments,
+        "decided_by": approval.decided_by,
+        "rule_id": approval.rule_id,
     }

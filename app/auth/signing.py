@@ -206,6 +206,9 @@ class _Minted:
 class TurnCredentials:
     """Agent-scoped tokens for one turn, minted on first use per audience and cached.
 
+    `act.sub` names the human the agent acts for (RFC 8693; the session's owner), so a peer can
+    apply that user's permissions too.
+
     A cached token is replaced once fewer than 30 s of its lifetime remain, so a turn that outlives
     its token gets a fresh one before its next outbound call.
     """
@@ -222,6 +225,7 @@ class TurnCredentials:
         agent_id: str,
         session_id: str,
         turn_id: str,
+        user_sub: str,
         clock: Clock = time.time,
     ) -> None:
         self._keys = keys
@@ -234,6 +238,7 @@ class TurnCredentials:
             "agent_id": agent_id,
             "session_id": session_id,
             "turn_id": turn_id,
+            "act": {"sub": user_sub},
         }
         self._cache: dict[str, _Minted] = {}
 

@@ -92,7 +92,9 @@ class ToolGate:
 
     def _decided(self, decision: Decision, tool_call_id: str, name: str) -> Verdict:
         self._recorder.record_decision(decision, tool_call_id=tool_call_id, tool_name=name)
-        outcome: Outcome = "allow" if decision.verdict == "allow" else decision.verdict
+        outcome: Outcome = "allow"
+        if decision.verdict == "deny" or decision.verdict == "requires_approval":
+            outcome = decision.verdict
         return Verdict(outcome, decision=decision)
 
     async def pre_tool_use(self, data: HookInput, tool_use_id: str | None, context: HookContext) -> SyncHookJSONOutput:

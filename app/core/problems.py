@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
@@ -78,6 +79,10 @@ def validation_problem(request: Request, errors: list[dict[str, Any]]) -> JSONRe
 
 
 def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    headers = dict(exc.headers or {})
+    allowed = _allowed_methods(request) if exc.status_code == 405 else None
+    if allowed:
+        headers["Allow"] = ", ".join(allowed)
     slug = _HTTP_SLUGS.get(exc.status_code, "http-error")
     detail = exc.detail if isinstance(exc.detail, str) else "HTTP error"
     if exc.status_code == 404 and detail == "Not Found":
@@ -90,8 +95,21 @@ def http_problem(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         title=_title(exc.status_code),
         slug=slug,
         detail=detail,
-        headers=exc.headers,  # e.g. `Allow` on 405
+        headers=headers,
     )
+
+
+def _allowed_methods(request: Request) -> list[str] | None:
+    """The methods the spec documents at this path (Starlette's own `Allow` names only the first
+    route that matched it), or None for a path the spec does not describe."""
+    path = request.url.path
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        if re.fullmatch(_PARAMETER.sub("[^/]+", re.escape(template).replace(r"\{", "{").replace(r"\}", "}")), path):
+            return sorted(method.upper() for method in operations)
+    return None
+
+
+_PARAMETER = re.compile(r"\{[^/{}]+\}")
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -100,7 +118,13 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def _app_error(request: Request, exc: AppError) -> JSONResponse:
         return problem_response(
-            request, status=exc.status, title=exc.title, slug=exc.type_slug, detail=exc.detail, **exc.extra
+            request,
+            status=exc.status,
+            title=exc.title,
+            slug=exc.type_slug,
+            detail=exc.detail,
+            headers=exc.headers,
+            **exc.extra,
         )
 
     @app.exception_handler(RequestValidationError)
@@ -159,6 +183,12 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
+ANY_OPERATION_STATUSES = (400, 500, 503)
+"""What any operation may answer: an unreadable request (a malformed cursor, a body that is not
+JSON), a bug, a database pool at capacity (503 with `Retry-After`)."""
+WITH_BODY_STATUSES = (413,)
+
+
 def _document_problems_only(app: FastAPI) -> None:
     build = app.openapi
 
@@ -167,6 +197,7 @@ def _document_problems_only(app: FastAPI) -> None:
             schema = build()
             for operations in schema.get("paths", {}).values():
                 for operation in operations.values():
+                    _add_common_problems(operation)
                     for response in operation.get("responses", {}).values():
                         content = response.get("content", {})
                         if PROBLEM_MEDIA_TYPE in content:
@@ -175,3 +206,10 @@ def _document_problems_only(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _add_common_problems(operation: dict[str, Any]) -> None:
+    statuses = ANY_OPERATION_STATUSES + (WITH_BODY_STATUSES if "requestBody" in operation else ())
+    responses = operation.setdefault("responses", {})
+    for status, entry in problem_responses(*statuses).items():
+        responses.setdefault(str(status), {"description": entry["description"], "content": entry["content"]})

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StrictBool
 
 CREDENTIAL_NAME = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 KeyedProvider = Literal["anthropic", "openai", "gemini"]
@@ -43,4 +43,4 @@ class CredentialPage(BaseModel):
 
 class CredentialSettingsUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    byok_only: bool
+    byok_only: StrictBool

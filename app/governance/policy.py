@@ -39,6 +39,9 @@ from app.governance.patterns import PatternError, check_pattern, pattern_found
 
 Point = Literal["pre_llm", "tool"]
 Verdict = Literal["allow", "deny", "requires_approval"]
+ReceiptPoint = Literal["pre_llm", "tool", "human"]
+ReceiptVerdict = Literal["allow", "deny", "requires_approval", "approve"]
+"""A receipt also records a human's decision (point `human`, verdict `approve` or `deny`)."""
 
 BLACKLIST_RULE_ID = "tool_blacklist"
 ENGINE_ERROR_RULE_ID = "engine_error"
@@ -153,13 +156,20 @@ class PolicySet:
 
 @dataclass(frozen=True)
 class Decision:
-    """The outcome of one evaluation, as stored in receipts and sent as ``policy.decision``."""
+    """The outcome of one evaluation, as stored in receipts and sent as ``policy.decision``.
 
-    point: Point
-    verdict: Verdict
+    A human's decision (app/governance/receipts.py) adds who decided and the hashes of the
+    arguments the human saw and, when edited, of the arguments that ran.
+    """
+
+    point: ReceiptPoint
+    verdict: ReceiptVerdict
     rule_id: str | None
     reason: str | None
     policy_hash: str
+    decided_by: str | None = None
+    arguments_sha256: str | None = None
+    edited_arguments_sha256: str | None = None
 
 
 def evaluate_pre_llm(policy: PolicySet, input_text: str) -> Decision:

@@ -10,7 +10,7 @@ from app.agents.config import AgentConfig
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
-from app.runtime.journal import TurnIdentity, TurnJournal, TurnRun, TurnServices
+from app.runtime.journal import QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
 from app.tools.toolbox import ToolBox
 
 
@@ -30,6 +30,7 @@ class TurnContext:
     governance: Governance
     context_engine: ContextEngineClient | None = None
     context_token: Callable[[], str] | None = None
+    quota: QuotaGate | None = None
 
     @classmethod
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
@@ -43,4 +44,5 @@ class TurnContext:
             governance=services.governance,
             context_engine=services.context_engine,
             context_token=services.context_token,
+            quota=services.quota,
         )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.graph.state import TurnState
+from app.governance.budget import spent_reason
+from app.graph.state import TurnState, budget_of, spent_of
 
 End = Literal["__end__"]
 
@@ -23,7 +24,7 @@ def should_continue(state: TurnState) -> Literal["execute_tools", "ingest_result
         return "__end__"
     if not state.get("pending"):
         return "ingest_result"
-    if state.get("output_tokens", 0) >= state["max_output_tokens"]:
+    if spent_reason(budget_of(state), spent_of(state)) is not None:
         return "loop_limit_handler"
     return "execute_tools"
 

@@ -16,6 +16,7 @@ def initial_state(run: TurnRun) -> TurnState:
         "input": run.input,
         "max_loops": run.max_loops,
         "max_output_tokens": run.max_output_tokens,
+        "max_total_tokens": run.max_total_tokens,
         "loop_count": run.loop_count,
         "model_calls": sum(1 for m in run.history if m.role == "assistant"),
         "input_tokens": run.input_tokens,

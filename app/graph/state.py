@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from app.context.compaction import StoredSummary
+from app.governance.budget import Budget, Spent
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import EndStatus
 from app.runtime.journal import HumanDecision
@@ -16,6 +17,7 @@ class TurnState(TypedDict, total=False):
     input: str
     max_loops: int
     max_output_tokens: int
+    max_total_tokens: int | None
     resume: bool
     decisions: dict[str, HumanDecision]
     """Human decisions by tool_call_id, handed in when an approval resumes the turn."""
@@ -39,3 +41,11 @@ class TurnState(TypedDict, total=False):
     status: EndStatus | None
     error: dict[str, str] | None
     final_output: str | None
+
+
+def budget_of(state: TurnState) -> Budget:
+    return Budget(state["max_output_tokens"], state.get("max_total_tokens"))
+
+
+def spent_of(state: TurnState) -> Spent:
+    return Spent(state.get("input_tokens", 0), state.get("output_tokens", 0), state.get("loop_count", 0))

@@ -10,10 +10,12 @@ from app.models.credential_setting import CredentialSetting
 from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
+from app.models.quota_ledger import QuotaLedger
 from app.models.runner import Runner
 from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import SESSION_STATUSES, Session
 from app.models.summary import Summary
+from app.models.tenant_limits import TenantLimits
 from app.models.tenant_policy import TenantPolicy
 from app.models.tool_execution import ToolExecution
 from app.models.turn import ACTIVE_STATUSES, Turn
@@ -34,11 +36,13 @@ __all__ = [
     "MemoryItem",
     "Message",
     "PolicyDecision",
+    "QuotaLedger",
     "Runner",
     "SESSION_STATUSES",
     "Schedule",
     "ScheduleFiring",
     "Session",
+    "TenantLimits",
     "Summary",
     "TenantPolicy",
     "ToolExecution",

@@ -23,3 +23,7 @@ class PolicyDecision(IdMixin, TenantMixin, CreatedMixin, Base):
     rule_id: Mapped[str | None] = mapped_column(String(128))
     reason: Mapped[str | None] = mapped_column(Text)
     policy_hash: Mapped[str] = mapped_column(String(64))
+    decided_by: Mapped[str | None] = mapped_column(String(256))
+    """Point `human`: who approved or denied; with the hashes of the arguments seen and, if edited, run."""
+    arguments_sha256: Mapped[str | None] = mapped_column(String(64))
+    edited_arguments_sha256: Mapped[str | None] = mapped_column(String(64))

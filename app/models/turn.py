@@ -4,13 +4,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, Uuid, text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, Uuid, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 ACTIVE_STATUSES = ("running", "interrupted")
 _ACTIVE_WHERE = text("status IN ('running', 'interrupted')")
+_RUNNING_WHERE = text("status = 'running' AND concurrency_slot IS NOT NULL")
 
 
 class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
@@ -18,6 +19,14 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     __table_args__ = (
         Index("ix_turns_session_created", "session_id", "created_at"),
         Index("ix_turns_status", "status"),
+        Index(
+            "uq_turns_running_slot",
+            "tenant_id",
+            "concurrency_slot",
+            unique=True,
+            postgresql_where=_RUNNING_WHERE,
+            sqlite_where=_RUNNING_WHERE,
+        ),
         Index(
             "uq_turns_one_active_per_session",
             "session_id",
@@ -37,6 +46,9 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     loop_count: Mapped[int] = mapped_column(Integer, default=0)
     max_loops: Mapped[int] = mapped_column(Integer)
     max_output_tokens: Mapped[int] = mapped_column(Integer)
+    max_total_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    concurrency_slot: Mapped[int | None] = mapped_column(Integer)
+    """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/admission.py)."""
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())

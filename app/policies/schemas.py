@@ -32,6 +32,9 @@ class DecisionReceipt(BaseModel):
     rule_id: str | None
     reason: str | None
     policy_hash: str
+    decided_by: str | None = None
+    arguments_sha256: str | None = None
+    edited_arguments_sha256: str | None = None
     created_at: datetime
 
 

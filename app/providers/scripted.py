@@ -3,7 +3,8 @@
 `model.script` is a list of steps, `{"text": ...}` and/or `{"tool_calls": [{"name", "arguments"}]}`;
 the n-th call of a session plays `script[n % len(script)]`. Usage is one token a word: input counts
 the words of the system prompt and of every history message; output counts the words of the step's
-text plus one per tool call.
+text plus one per tool call. A call's `max_tokens` cuts the reply after that many tokens (words, then
+tool calls; a cut reply has no tool calls) with `stop_reason` `max_tokens`, like a real model.
 """
 
 from __future__ import annotations
@@ -28,19 +29,23 @@ _CHUNK = re.compile(r"\s*\S+\s*|\s+")
 class ScriptedProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         step = _current_step(request)
-        text = _step_text(step)
+        chunks = split_words(_step_text(step))
         calls = _step_tool_calls(step, request.call_index)
+        stop_reason = "tool_use" if calls else "end_turn"
+        if len(chunks) + len(calls) > request.max_tokens:  # cut like a real model: no tool call after the cut
+            chunks, calls, stop_reason = chunks[: request.max_tokens], [], "max_tokens"
         delay = _chunk_delay_seconds(request.model)
-        for index, chunk in enumerate(split_words(text)):
+        for index, chunk in enumerate(chunks):
             if delay and index:
                 await asyncio.sleep(delay)
             yield TextDelta(chunk)
+        text = "".join(chunks)
         yield ModelResponse(
             text=text,
             tool_calls=calls,
             input_tokens=_input_tokens(request),
             output_tokens=count_words(text) + len(calls),
-            stop_reason="tool_use" if calls else "end_turn",
+            stop_reason=stop_reason,
         )
 
 

@@ -29,10 +29,12 @@ from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import Turn, TurnEvent
 from app.runtime.notify import CHANNEL
 from app.runtime.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
+from app.runtime.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
+QUOTA_PREFIX = "q_"
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 
 
@@ -45,6 +47,14 @@ class Settle:
 
     def params(self) -> dict[str, Any]:
         return {"settle_turn_id": self.turn_id, **{f"s_{c}": v for c, v in self.values.items()}}
+
+
+def _split_quota(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, Any]]]:
+    """Rows to insert, and the quota settlements among them (merged per ledger row)."""
+    settlements = [row for table, row in rows if table is QUOTA_LEDGER]
+    if not settlements:
+        return list(rows), []
+    return [staged for staged in rows if staged[0] is not QUOTA_LEDGER], merged(settlements)
 
 
 def grouped(rows: Sequence[StagedRow]) -> dict[Shape, list[dict[str, Any]]]:
@@ -98,7 +108,11 @@ def _with_outbox(events: Insert, name: str) -> list[Any]:
 
 @lru_cache(maxsize=64)
 def write_query(
-    shapes: tuple[Shape, ...], settle_columns: tuple[str, ...] | None, final: Shape | None, notify: bool
+    shapes: tuple[Shape, ...],
+    settle_columns: tuple[str, ...] | None,
+    final: Shape | None,
+    notify: bool,
+    quota: bool = False,
 ) -> Query:
     """The statement for one write of this shape; it returns how many turns it settled (0 or 1).
 
@@ -110,6 +124,8 @@ def write_query(
     for i, (table, columns) in enumerate(shapes):
         rows = _unnest_insert(table, columns, f"g{i}_")
         ctes += _with_outbox(rows, f"g{i}") if table is EVENTS else [rows.cte(f"g{i}")]
+    if quota:
+        ctes.append(settle_update(QUOTA_PREFIX).cte("quota"))
     settled_count: Any = literal(1)
     if settle_columns is not None:
         settled = _settle_update(settle_columns).cte("settled")
@@ -132,8 +148,9 @@ async def write_in_one_statement(
     sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
 ) -> bool:
     """PostgreSQL: write `rows`, settle, and `final` if it settled; True if settled (or nothing to settle)."""
+    rows, settlements = _split_quota(rows)
     groups = grouped(rows)
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = settle_params(QUOTA_PREFIX, settlements) if settlements else {}
     events = [row for table, row in rows if table is EVENTS] + ([final[1]] if final is not None else [])
     if events:
         params["notify_turn_ids"] = list(dict.fromkeys(str(row["turn_id"]) for row in events))
@@ -146,7 +163,8 @@ async def write_in_one_statement(
         if final is not None:
             final_shape = (final[0], tuple(final[1]))
             params.update({f"f_{c}": v for c, v in final[1].items()})
-    settled = await sql.fetchval(write_query(tuple(groups), settle_columns, final_shape, bool(events)), params)
+    query = write_query(tuple(groups), settle_columns, final_shape, bool(events), bool(settlements))
+    settled = await sql.fetchval(query, params)
     return settle is None or bool(settled)
 
 
@@ -154,8 +172,10 @@ async def write_in_transaction(
     sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
 ) -> bool:
     """Any backend: the same write as a transaction."""
+    rows, settlements = _split_quota(rows)
     async with sql.transaction() as tx:
         settled = settle is None or await tx.fetchrow(settle_query(tuple(settle.values)), settle.params()) is not None
+        await settle_each(tx, settlements)
         written = [*rows, final] if settled and final is not None else rows
         for (table, _), group in grouped(written).items():
             await insert_rows(tx, table, group)
@@ -169,7 +189,7 @@ async def write_rows(
     """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
     if sql.dialect == "postgresql":
         return await write_in_one_statement(sql, rows, settle, final)
-    if settle is None and len(rows) == 1 and rows[0][0] is not EVENTS:
+    if settle is None and len(rows) == 1 and rows[0][0] not in (EVENTS, QUOTA_LEDGER):
         await insert_rows(sql, rows[0][0], [rows[0][1]])
         return True
     return await write_in_transaction(sql, rows, settle, final)

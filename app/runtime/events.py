@@ -15,6 +15,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 TurnStatus = Literal["running", "interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
+UsageKind = Literal["model", "compaction", "plan"]
 EndStatus = Literal["interrupted", "completed", "loop_limit", "budget_exceeded", "cancelled", "failed"]
 """How a run of a turn ends (`interrupted` waits for approvals; the others are terminal)."""
 
@@ -82,12 +83,18 @@ class ToolCallRequested(EventBody):
 
 class PolicyDecisionEvent(EventBody):
     type: Literal["policy.decision"] = "policy.decision"
-    point: Literal["pre_llm", "tool"]
+    point: Literal["pre_llm", "tool", "human"]
     tool_call_id: str | None
-    verdict: Literal["allow", "deny", "requires_approval"]
+    verdict: Literal["allow", "deny", "requires_approval", "approve"]
     rule_id: str | None
     reason: str | None
     policy_hash: str
+    decided_by: str | None = None
+    """Point `human`: who decided (null otherwise)."""
+    arguments_sha256: str | None = None
+    """Point `human`: SHA-256 of the canonical JSON of the arguments the human saw."""
+    edited_arguments_sha256: str | None = None
+    """Point `human`, approved with edited arguments: SHA-256 of the arguments that ran."""
 
 
 class ToolCallCompleted(EventBody):
@@ -117,7 +124,7 @@ class UsageEvent(EventBody):
     type: Literal["usage"] = "usage"
     input_tokens: int
     output_tokens: int
-    kind: Literal["model", "compaction", "plan"] = "model"
+    kind: UsageKind = "model"
     """What the call was for: the turn's own reply, a summarisation of the context, a plan."""
 
 
@@ -200,6 +207,32 @@ def _nested(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+FRAME_SCHEMA_NAME = "TurnEventFrame"
+FRAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event: `id` is the event's seq, `event` its type, `data` the event as JSON.",
+    "required": ["id", "event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/TurnEvent"},
+        },
+    },
+}
+
+
+GENERIC_FRAME_SCHEMA_NAME = "ServerSentEvent"
+GENERIC_FRAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event of a stream whose events are not turn events (AG-UI, AI SDK).",
+    "required": ["data"],
+    "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": {"type": "string"}},
+}
+
+
 def event_schemas() -> dict[str, Any]:
     """JSON schemas of every event (and the `TurnEvent` union) for OpenAPI components.
 
@@ -214,6 +247,7 @@ def event_schemas() -> dict[str, Any]:
         model["properties"]["type"].pop("default", None)
         model["required"] = list(model["properties"])
     components["TurnEvent"] = schema
+    components[FRAME_SCHEMA_NAME] = FRAME_SCHEMA
     return components
 
 
@@ -222,8 +256,7 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
         "description": "The turn's events as Server-Sent Events (`id: SEQ`, `event: TYPE`, `data: JSON`).",
         "content": {
             "text/event-stream": {
-                "schema": {"$ref": "#/components/schemas/TurnEvent"},
-                "x-sse-event-data": {"$ref": "#/components/schemas/TurnEvent"},
+                "schema": {"$ref": f"#/components/schemas/{FRAME_SCHEMA_NAME}"},
             },
         },
     }

@@ -18,14 +18,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from datetime import datetime
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from app.context.compaction import StoredSummary
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, Provider, ToolCall
-from app.runtime.events import EndStatus, EventBody
+from app.runtime.events import EndStatus, EventBody, UsageKind
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -45,6 +46,32 @@ class HumanDecision(TypedDict):
     decision: str
     reason: str | None
     arguments: dict[str, Any] | None
+    decided_by: NotRequired[str | None]
+    rule_id: NotRequired[str | None]
+    """The rule that asked for the human (the receipt of the decision names it too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenQuota:
+    """A tenant's token quota: `tokens` per UTC `period` (`day` or `month`)."""
+
+    period: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaHold:
+    """What one model call reserved of its tenant's quota, until it settles."""
+
+    tenant_id: str
+    period_start: datetime
+    tokens: int
+
+
+class QuotaGate(Protocol):
+    async def reserve(self, tokens: int) -> QuotaHold | None:
+        """Reserve `tokens` in one atomic statement if the period is below its quota; None if spent."""
+        ...
 
 
 @dataclass(slots=True)
@@ -61,6 +88,10 @@ class TurnRun:
     """The session's stored conversation, this turn's user message included."""
     max_loops: int
     max_output_tokens: int
+    max_total_tokens: int | None = None
+    """Input + output of every model call of the turn; None: no cap."""
+    token_quota: TokenQuota | None = None
+    """The tenant's quota, which every model call reserves from (app/runtime/quota.py)."""
     last_seq: int = 0
     loop_count: int = 0
     input_tokens: int = 0
@@ -89,6 +120,8 @@ class TurnServices:
     context_engine: ContextEngineClient | None = None
     context_token: Callable[[], str] | None = None
     """A fresh token for the Context Engine (only set together with `context_engine`)."""
+    quota: QuotaGate | None = None
+    """Set when the tenant has a token quota: every model call reserves before it starts."""
 
 
 @dataclass(slots=True)
@@ -113,8 +146,7 @@ class ModelUsage:
     model: str
     input_tokens: int
     output_tokens: int
-    kind: str = "model"
-    """`model` (the turn's own reply), `compaction` (a summarisation), `plan`."""
+    kind: UsageKind = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +184,21 @@ class TurnJournal(Protocol):
 
     def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
         """A policy decision receipt (point `pre_llm` or `tool`) and its `policy.decision` event."""
+        ...
+
+    def unanswered_call(self, usage: ModelUsage) -> None:
+        """A model call that gave no reply (it failed, or the turn was cancelled mid-stream): its usage
+        row and `usage` event, from what the provider reported or streamed. The engine adds the usage of
+        a call cut by a cancel to the turn's totals (`cancelled_usage`)."""
+        ...
+
+    @property
+    def cancelled_usage(self) -> ModelUsage | None:
+        """What calls cut by a cancel cost in this run (`unanswered_call` while being cancelled)."""
+        ...
+
+    def quota_settled(self, hold: QuotaHold, used: int) -> None:
+        """Settle a reservation to the call's real usage (staged: stored with the turn's next write)."""
         ...
 
     def model_call(self, usage: ModelUsage) -> None:

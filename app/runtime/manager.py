@@ -24,6 +24,7 @@ from app.runtime.events import EndStatus
 from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import RunnerLease
 from app.runtime.notify import EventListener, request_cancel
+from app.runtime.quota import LedgerQuota
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import SHUTDOWN, execute
 from app.runtime.store import TurnStore, end_unowned_turn
@@ -171,6 +172,7 @@ class TurnManager:
                 agent_id=str(run.ident.agent_id),
                 session_id=str(run.ident.session_id),
                 turn_id=str(run.ident.turn_id),
+                user_sub=run.owner_sub,
             )
         context_token = gateway_token = None
         if credentials is not None and out.context_engine is not None:
@@ -193,6 +195,7 @@ class TurnManager:
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
+            quota=LedgerQuota(self.store.sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
         )
 
     async def wait_for_events(self, turn_id: uuid.UUID, poll_seconds: float) -> None:

@@ -6,6 +6,8 @@ recorded; immediate ones are single statements of the store (app/runtime/store.p
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,8 +17,9 @@ from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime import summary_store
-from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent, UsageEvent
+from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
+from app.runtime.quota import QUOTA_LEDGER, settle_row
 from app.runtime.store import (
     DECISIONS,
     MESSAGES,
@@ -37,6 +40,7 @@ class TurnRecorder:
         self._owner_sub = owner_sub
         self._stream = stream
         self._store = store
+        self._cancelled: ModelUsage | None = None
 
     @property
     def ident(self) -> TurnIdentity:
@@ -48,6 +52,27 @@ class TurnRecorder:
     def assistant_message(self, message: ChatMessage, usage: ModelUsage) -> None:
         self._stream.stage(MESSAGES, message_row(self._ident, message))
         self._stream.stage(USAGE, usage_row(self._ident, usage))
+
+    def unanswered_call(self, usage: ModelUsage) -> None:
+        self._stream.stage(USAGE, usage_row(self._ident, usage))
+        self._stream.emit(
+            UsageEvent(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, kind=usage.kind)
+        )
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            before = self._cancelled or ModelUsage(usage.model, 0, 0, usage.kind)
+            self._cancelled = dataclasses.replace(
+                before,
+                input_tokens=before.input_tokens + usage.input_tokens,
+                output_tokens=before.output_tokens + usage.output_tokens,
+            )
+
+    @property
+    def cancelled_usage(self) -> ModelUsage | None:
+        return self._cancelled
+
+    def quota_settled(self, hold: QuotaHold, used: int) -> None:
+        self._stream.stage(QUOTA_LEDGER, settle_row(hold, used))
 
     def tool_result(self, call: ToolCall, result: ToolResult) -> None:
         message = ChatMessage(
@@ -68,6 +93,9 @@ class TurnRecorder:
                 rule_id=decision.rule_id,
                 reason=decision.reason,
                 policy_hash=decision.policy_hash,
+                decided_by=decision.decided_by,
+                arguments_sha256=decision.arguments_sha256,
+                edited_arguments_sha256=decision.edited_arguments_sha256,
             )
         )
 
@@ -88,8 +116,10 @@ class TurnRecorder:
         return await self._store.ledger_get(self._ident.tenant_id, key)
 
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
-        """The call's request (the assistant message naming it) is stored before it leaves."""
+        """The call's request (the assistant message naming it) and a `dispatched` ledger row are
+        stored before it leaves."""
         await self._stream.flush()
+        await self._store.ledger_dispatch(self._ident, key=key, loop=loop, call=call)
 
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)

@@ -5,12 +5,18 @@ from __future__ import annotations
 import uuid
 
 from app.models import Session, Turn
-from app.runtime.journal import HumanDecision, TurnIdentity, TurnRun
+from app.runtime.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
 from app.runtime.store import TurnStore
 
 
 async def resume_run(
-    store: TurnStore, turn: Turn, session: Session, approval_id: uuid.UUID, decisions: dict[str, HumanDecision]
+    store: TurnStore,
+    turn: Turn,
+    session: Session,
+    approval_id: uuid.UUID,
+    decisions: dict[str, HumanDecision],
+    *,
+    token_quota: TokenQuota | None = None,
 ) -> TurnRun:
     history = await store.history(turn.tenant_id, turn.session_id)
     assistant = next(m for m in reversed(history) if m.role == "assistant")
@@ -23,6 +29,8 @@ async def resume_run(
         input=turn.input,
         max_loops=turn.max_loops,
         max_output_tokens=turn.max_output_tokens,
+        max_total_tokens=turn.max_total_tokens,
+        token_quota=token_quota,
         last_seq=last_seq,
         loop_count=turn.loop_count,
         input_tokens=turn.input_tokens,
@@ -33,3 +41,4 @@ async def resume_run(
         pending=list(assistant.tool_calls),
         last_text=assistant.content,
     )
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -94,6 +95,7 @@ async def _execute(
             last = progress
         status, error = _outcome(last)
     except asyncio.CancelledError as exc:
+        last = _with_cancelled_call(last, journal)
         if SHUTDOWN in exc.args:
             status, error = "failed", {"code": "server_restarted", "message": "the service stopped mid-turn"}
         else:
@@ -117,6 +119,18 @@ async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(task)
     return task.result()
+
+
+def _with_cancelled_call(progress: Progress, journal: TurnJournal) -> Progress:
+    """A model call cut by the cancel gave no reply, so no progress counted it: its usage still counts."""
+    usage = journal.cancelled_usage
+    if usage is None:
+        return progress
+    return dataclasses.replace(
+        progress,
+        input_tokens=progress.input_tokens + usage.input_tokens,
+        output_tokens=progress.output_tokens + usage.output_tokens,
+    )
 
 
 def _outcome(progress: Progress) -> tuple[EndStatus, dict[str, Any] | None]:

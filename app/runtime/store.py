@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import asyncpg
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -32,6 +33,15 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
+from app.runtime.admission import (
+    SLOT_ATTEMPTS,
+    SLOT_INDEX,
+    NoFreeSlot,
+    admission_params,
+    slot_params,
+    slotted_turn_insert,
+    with_tenant_admission,
+)
 from app.runtime.batch import Settle
 from app.runtime.events import EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
@@ -45,6 +55,7 @@ USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
+DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
@@ -68,7 +79,8 @@ def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": usage.model,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "created_at": utcnow(),
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "kind": usage.kind,
+        "created_at": utcnow(),
     }  # fmt: skip
 
 
@@ -80,7 +92,8 @@ def decision_row(
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "created_at": utcnow(), "point": decision.point, "tool_call_id": tool_call_id,
         "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
-        "reason": decision.reason, "policy_hash": decision.policy_hash,
+        "reason": decision.reason, "policy_hash": decision.policy_hash, "decided_by": decision.decided_by,
+        "arguments_sha256": decision.arguments_sha256, "edited_arguments_sha256": decision.edited_arguments_sha256,
     }  # fmt: skip
 
 
@@ -111,29 +124,45 @@ HISTORY = Query(
     .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
     .order_by(Message.id)
 )
-_SESSION_FOR_TURN = select(
+_SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
     Session.status,
-).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id"))  # fmt: skip
+).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id")))  # fmt: skip
 SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
 OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
 LEDGER_GET = Query(
     select(ToolExecution.result, ToolExecution.is_error).where(
-        ToolExecution.tenant_id == bindparam("tenant_id"), ToolExecution.idempotency_key == bindparam("key")
+        ToolExecution.tenant_id == bindparam("tenant_id"),
+        ToolExecution.idempotency_key == bindparam("key"),
+        ToolExecution.status == COMPLETED,
     )
 )
 LEDGER_COLUMNS = (
     "id", "tenant_id", "session_id", "turn_id", "idempotency_key", "loop", "tool_call_id", "tool_name",
-    "arguments", "result", "is_error", "created_at",
+    "arguments", "status", "result", "is_error", "created_at",
 )  # fmt: skip
-LEDGER_PUT = {
+_DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+LEDGER_DISPATCH = {
     name: Query(
         dialect_insert(bare(LEDGER))
         .values({c: bindparam(c) for c in LEDGER_COLUMNS})
         .on_conflict_do_nothing(index_elements=["idempotency_key"])
     )
-    for name, dialect_insert in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+    for name, dialect_insert in _DIALECT_INSERTS
 }
+"""A `dispatched` row, unless the key is already recorded (a re-send keeps the first row)."""
+LEDGER_PUT = {
+    name: Query(
+        (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
+        .on_conflict_do_update(
+            index_elements=["idempotency_key"],
+            set_={"status": COMPLETED, "result": statement.excluded.result, "is_error": statement.excluded.is_error},
+            where=bare(LEDGER).c.status == DISPATCHED,
+        )
+    )
+    for name, dialect_insert in _DIALECT_INSERTS
+}
+"""A `completed` row: new, or completing the key's `dispatched` row; a completed row is never replaced."""
 RECOVERY_SEQ_GAP = 10_000
 """Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 CURRENT_STATUS = Query(
@@ -147,14 +176,20 @@ MAX_SEQ = Query(
 
 
 @lru_cache(maxsize=8)
-def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...]) -> Query:
+def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
     (data-modifying CTEs).
 
-    Message parameters are prefixed `m_`; the message takes the new turn's id.
+    Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
+    takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
-    new_turn = insert(turns).values({c: bindparam(c) for c in turn_columns}).returning(turns.c.id).cte("new_turn")
+    turn_insert = (
+        slotted_turn_insert(TURNS, turn_columns)
+        if slotted
+        else insert(turns).values({c: bindparam(c) for c in turn_columns})
+    )
+    new_turn = turn_insert.returning(turns.c.id).cte("new_turn")
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
@@ -173,6 +208,12 @@ def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
     return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
 
 
+@lru_cache(maxsize=8)
+def slotted_query(turn_columns: tuple[str, ...]) -> Query:
+    """(SQLite reports no row count for a statement that starts with WITH: RETURNING tells.)"""
+    return Query(slotted_turn_insert(TURNS, turn_columns).returning(bare(TURNS).c.id))
+
+
 def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Settle:
     """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
     return Settle(ident.turn_id, {**values, "updated_at": utcnow()})
@@ -188,25 +229,45 @@ class TurnStore:
     async def session_for_turn(
         self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
     ) -> Mapping[str, Any] | None:
-        """What a new turn needs of its session (None if not visible: other tenant, or not the owner)."""
-        params = {"tenant_id": tenant_id, "session_id": session_id}
+        """What a new turn needs of its session and tenant (None if not visible: other tenant, or not
+        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/admission.py)."""
+        params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
             return await self.sql.fetchrow(SESSION_FOR_TURN, params)
         return await self.sql.fetchrow(OWN_SESSION_FOR_TURN, {**params, "owner_sub": owner_sub})
 
-    async def start_turn(self, turn: dict[str, Any], message: dict[str, Any]) -> list[ChatMessage]:
+    async def start_turn(
+        self, turn: dict[str, Any], message: dict[str, Any], *, max_concurrent: int | None = None
+    ) -> list[ChatMessage]:
         """Insert a turn with its user message atomically, then read the session's history.
 
         On PostgreSQL the two inserts are one statement with no BEGIN/COMMIT; elsewhere they share a
         transaction. The partial unique index on active turns rejects a second active turn of the
-        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised.
+        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised. With `max_concurrent`, the turn
+        takes one of the tenant's concurrency slots; `NoFreeSlot` if none is free (nothing stored).
         """
+        slotted = max_concurrent is not None
+        slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
-            query = start_turn_query(tuple(turn), tuple(message))
-            await self.sql.execute(query, {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)})
+            query = start_turn_query(tuple(turn), tuple(message), slotted)
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
+            for attempt in range(SLOT_ATTEMPTS):
+                try:
+                    if not await self.sql.execute(query, {**params, **slots}):
+                        raise NoFreeSlot
+                    break
+                except asyncpg.UniqueViolationError as exc:
+                    if exc.constraint_name != SLOT_INDEX or max_concurrent is None:
+                        raise
+                    if attempt == SLOT_ATTEMPTS - 1:
+                        raise NoFreeSlot from exc
+                    slots = slot_params(max_concurrent)  # another replica took the same slot first: pick again
         else:
             async with self.sql.transaction() as tx:
-                await insert_rows(tx, TURNS, [turn])
+                if not slotted:
+                    await insert_rows(tx, TURNS, [turn])
+                elif await tx.fetchrow(slotted_query(tuple(turn)), {**turn, **slots}) is None:
+                    raise NoFreeSlot
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
@@ -215,16 +276,16 @@ class TurnStore:
         row = await self.sql.fetchrow(LEDGER_GET, {"tenant_id": tenant_id, "key": key})
         return None if row is None else ToolResult(content=row["result"], is_error=row["is_error"])
 
+    async def ledger_dispatch(self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall) -> None:
+        """Record that a call is leaving under `key` (stored before it returns)."""
+        values = _ledger_values(ident, key=key, loop=loop, call=call, result=None)
+        await self.sql.execute(LEDGER_DISPATCH[self.sql.dialect], values)
+
     async def ledger_put(
         self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult
     ) -> ToolResult:
-        """Record an executed call; if the key is already recorded, the stored result wins."""
-        values = {
-            "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
-            "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
-            "tool_name": call.name, "arguments": call.arguments, "result": result.content,
-            "is_error": result.is_error, "created_at": utcnow(),
-        }  # fmt: skip
+        """Record a call's outcome; if the key already holds a completed result, that result wins."""
+        values = _ledger_values(ident, key=key, loop=loop, call=call, result=result)
         if await self.sql.execute(LEDGER_PUT[self.sql.dialect], values):
             return result
         stored = await self.ledger_get(ident.tenant_id, key)
@@ -245,6 +306,18 @@ class TurnStore:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)
 
 
+def _ledger_values(
+    ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult | None
+) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
+        "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,
+        "tool_name": call.name, "arguments": call.arguments, "status": DISPATCHED if result is None else COMPLETED,
+        "result": None if result is None else result.content, "is_error": bool(result and result.is_error),
+        "created_at": utcnow(),
+    }  # fmt: skip
+
+
 async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
     return [chat_message(r) for r in await sql.fetch(HISTORY, {"tenant_id": tenant_id, "session_id": session_id})]
 
@@ -254,7 +327,8 @@ async def end_unowned_turn(
 ) -> bool:
     """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
 
-    A turn that was `running` may have streamed events its dead run never stored, so its
+    Its pending approvals expire with it: a turn that has ended can no longer resume. A turn that
+    was `running` may have streamed events its dead run never stored, so its
     closing event skips ahead: sequence numbers are never reused, even after a crash.
     False if the turn had already ended.
     """
@@ -293,6 +367,11 @@ async def end_unowned_turn(
         }
         await conn.execute(insert(TurnEvent).values(event))
         await enqueue_in_transaction(AlchemySql(engine, conn), [event])
+        await conn.execute(
+            update(Approval)
+            .where(Approval.tenant_id == tenant_id, Approval.turn_id == turn_id, Approval.status == "pending")
+            .values(status="expired")
+        )
         if conn.dialect.name == "postgresql":
             await notify_followers(conn, turn_id)
     return True

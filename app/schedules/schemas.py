@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class ScheduleCreate(BaseModel):
@@ -15,7 +15,7 @@ class ScheduleCreate(BaseModel):
     input: str = Field(min_length=1, max_length=100_000)
     session: Literal["new"] | uuid.UUID = "new"
     """`new`: every firing starts a session of its own; or the id of one of your sessions of this agent."""
-    enabled: bool = True
+    enabled: StrictBool = True
 
 
 class ScheduleOut(BaseModel):

@@ -36,6 +36,15 @@ class ToolBox:
             self._mcp_specs = filter_tools(discovered, self.servers)
         return specs + self._mcp_specs
 
+    async def known(self, name: str) -> bool:
+        """A built-in of the agent, or a tool this turn's MCP discovery returned (discovers if it has
+        not yet: raises McpGatewayUnavailable). Nothing else may ever be sent anywhere."""
+        if name in self.builtins:
+            return True
+        if not self.is_mcp(name):
+            return False
+        return any(spec.name == name for spec in await self.specs())
+
     def is_mcp(self, name: str) -> bool:
         server, sep, _ = name.partition("__")
         return bool(sep) and server in self.servers

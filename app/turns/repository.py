@@ -29,7 +29,13 @@ class TurnRepository(TenantRepository[Turn]):
         claimed = await self.session.execute(
             update(Turn)
             .where(Turn.tenant_id == self.tenant_id, Turn.id == turn_id, Turn.status == "interrupted")
-            .values(status="running", resumed_by=approval_id, runner_id=runner_id, updated_at=utcnow())
+            .values(  # a resume is never refused for concurrency: it holds no slot (app/runtime/admission.py)
+                status="running",
+                resumed_by=approval_id,
+                runner_id=runner_id,
+                updated_at=utcnow(),
+                concurrency_slot=None,
+            )
             .returning(Turn.id)
         )
         return claimed.first() is not None

@@ -15,6 +15,7 @@ class TurnLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
 
 
 class TurnCreate(BaseModel):

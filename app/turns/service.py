@@ -19,11 +19,14 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
 from app.errors import Conflict, NotFound, TooManyRequests
+from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
 from app.runtime.stream import TurnStream
 from app.sessions.service import SessionService, session_not_open
@@ -70,28 +73,36 @@ class TurnService:
         if session["status"] != "open":
             raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
-        limits = session["snapshot"].get("limits", {})
-        asked = body.limits or schemas.TurnLimits()
-        max_loops = min(x for x in (limits.get("max_loops", 8), asked.max_loops) if x is not None)
-        budget = min(x for x in (limits.get("max_output_tokens", 20_000), asked.max_output_tokens) if x is not None)
-        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         now = utcnow()
+        admission = Admission.of(session)
+        admission.check_quota(now)
+        asked = body.limits.model_dump(exclude_none=True) if body.limits else {}
+        limits = effective_limits(admission.ceilings, session["snapshot"].get("limits", {}), asked)
+        ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
-            "input": body.input, "max_loops": max_loops, "max_output_tokens": budget, "owner_sub": session["owner_sub"],
+            "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
+            "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "created_at": now, "updated_at": now,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+        ceiling = admission.ceilings.max_concurrent_turns
+        try:
+            history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
+        except NoFreeSlot:
+            raise too_many_turns(ceiling or 0) from None
         return TurnRun(
             ident=ident,
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
             input=body.input,
-            history=await self.manager.store.start_turn(turn, user_message),
-            max_loops=max_loops,
-            max_output_tokens=budget,
+            history=history,
+            max_loops=limits.max_loops,
+            max_output_tokens=limits.max_output_tokens,
+            max_total_tokens=limits.max_total_tokens,
+            token_quota=token_quota_of(admission.ceilings),
         )
 
     def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.factories import scripted_config
+from tests.factories import create_agent, scripted_config
 
 
 def _with(**changes: Any) -> dict[str, Any]:
@@ -64,6 +64,29 @@ async def test_malformed_json_is_422_problem(client: httpx.AsyncClient, alice: d
     )
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("tools", [["mcp:github"], ["builtin:echo", "mcp:jira"]])
+async def test_mcp_tools_without_a_gateway_are_refused(
+    client: httpx.AsyncClient, alice: dict[str, str], tools: list[str]
+) -> None:
+    response = await client.post("/agents", json={"name": "gh", "config": scripted_config(tools=tools)}, headers=alice)
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["code"] == "mcp_gateway_not_configured"
+    assert body["type"].endswith("/mcp-gateway-not-configured")
+    assert (await client.get("/agents", headers=alice)).json()["items"] == []
+
+
+async def test_patching_in_mcp_tools_without_a_gateway_is_refused(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    agent = await create_agent(client, alice)
+    patch = {"config": scripted_config(tools=["mcp:github"])}
+    response = await client.patch(f"/agents/{agent['id']}", json=patch, headers=alice)
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "mcp_gateway_not_configured"
+    assert (await client.get(f"/agents/{agent['id']}", headers=alice)).json()["version"] == 1
 
 
 @pytest.mark.parametrize(

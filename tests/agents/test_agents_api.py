@@ -10,7 +10,7 @@ async def test_create_agent_starts_at_version_one(client: httpx.AsyncClient, ali
     agent = await create_agent(client, alice)
     assert agent["version"] == 1
     assert agent["config"]["model"]["provider"] == "scripted"
-    assert agent["config"]["limits"] == {"max_loops": 8, "max_output_tokens": 20000}
+    assert agent["config"]["limits"] == {}  # unset: the service defaults and the tenant ceilings apply per turn
 
 
 async def test_patch_config_adds_version_and_keeps_old(client: httpx.AsyncClient, alice: dict[str, str]) -> None:

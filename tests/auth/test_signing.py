@@ -63,6 +63,7 @@ def _credentials(keys: SigningKeys, clock: FakeClock | None = None, ttl: int = 3
         agent_id="agent-1",
         session_id="session-1",
         turn_id="turn-1",
+        user_sub="alice",
         clock=clock or FakeClock(),
     )
 
@@ -139,6 +140,7 @@ def test_turn_token_claims_are_exactly_the_contract(rsa_pem: bytes, tmp_path: Pa
         "iss": ISSUER,
         "aud": "mcp-gateway",
         "sub": "agent:agent-1",
+        "act": {"sub": "alice"},
         "tenant_id": "tenant-1",
         "agent_id": "agent-1",
         "session_id": "session-1",

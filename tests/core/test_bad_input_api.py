@@ -248,3 +248,19 @@ async def test_a_body_nested_deeper_than_the_parser_allows_is_422(
     assert response.json()["errors"][0]["type"] == "too_deeply_nested"
     assert MAX_JSON_DEPTH == 64
 
+
+
+@pytest.mark.parametrize("enabled", [0, 1, "true"])
+async def test_flags_are_strict_booleans(client: httpx.AsyncClient, alice: dict[str, str], enabled: object) -> None:
+    agent = await create_agent(client, alice)
+    body = {"agent_id": agent["id"], "cron": "0 9 * * 1-5", "input": "hi", "enabled": enabled}
+    assert_refused(await send(client, "POST", "/schedules", body, alice), ["enabled"], "bool_type")
+    assert (await client.get("/schedules", headers=alice)).json()["items"] == []
+
+
+async def test_the_byok_switch_is_a_strict_boolean(
+    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    assert_refused(await send(client, "PATCH", "/credentials", {"byok_only": 0}, admin), ["byok_only"], "bool_type")
+    assert (await client.get("/credentials", headers=admin)).json()["byok_only"] is False

@@ -45,9 +45,28 @@ async def test_wrong_method_is_405_problem_with_allow(client: httpx.AsyncClient,
     body = assert_problem(response, 405)
     assert body["title"] == "Method Not Allowed"
     assert body["type"].endswith("/method-not-allowed")
-    allowed = set(response.headers["allow"].replace(" ", "").split(","))
-    assert allowed  # Starlette names the methods of the first matching route only
-    assert allowed <= {"GET", "HEAD", "POST"}
+    assert response.headers["allow"] == "GET, POST"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("OPTIONS", "/agents", "GET, POST"),
+        ("OPTIONS", f"/agents/{uuid.uuid4()}", "DELETE, GET, PATCH"),
+        ("PUT", f"/sessions/{uuid.uuid4()}/turns", "GET, POST"),
+        ("OPTIONS", "/policies", "GET, PUT"),
+        ("POST", f"/approvals/{uuid.uuid4()}/x", None),
+    ],
+)
+async def test_allow_names_every_method_any_route_serves_at_the_path(
+    client: httpx.AsyncClient, alice: dict[str, str], method: str, path: str, allow: str | None
+) -> None:
+    response = await client.request(method, path, headers=alice)
+    if allow is None:
+        assert_problem(response, 404)
+        return
+    assert_problem(response, 405)
+    assert response.headers["allow"] == allow
 
 
 async def test_validation_error_lists_the_offending_fields(

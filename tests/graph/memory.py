@@ -21,7 +21,7 @@ from app.graph.context import TurnContext
 from app.providers.base import ChatMessage, Provider, ToolCall
 from app.providers.scripted import ScriptedProvider
 from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -40,6 +40,8 @@ class MemoryJournal:
     dispatches: list[tuple[str, int, ToolCall]] = field(default_factory=list)
     approvals: dict[uuid.UUID, ApprovalRequest] = field(default_factory=dict)
     audits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    unanswered: list[ModelUsage] = field(default_factory=list)
+    settled: list[tuple[QuotaHold, int]] = field(default_factory=list)
     summaries: list[StoredSummary] = field(default_factory=list)
     checkpoints: int = 0
     staged_at_checkpoint: list[int] = field(default_factory=list)
@@ -64,6 +66,16 @@ class MemoryJournal:
         self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None
     ) -> None:
         self.receipts.append((decision, tool_call_id, tool_name))
+
+    def unanswered_call(self, usage: ModelUsage) -> None:
+        self.unanswered.append(usage)
+
+    @property
+    def cancelled_usage(self) -> ModelUsage | None:
+        return None
+
+    def quota_settled(self, hold: QuotaHold, used: int) -> None:
+        self.settled.append((hold, used))
 
     async def checkpoint(self) -> None:
         self.checkpoints += 1

@@ -12,6 +12,7 @@ from app.graph.nodes.ingest import ingest_result, loop_limit_handler
 from app.graph.nodes.llm import call_llm, parse_response
 from app.graph.state import HumanDecision, TurnState
 from app.providers.base import ChatMessage, ModelRequest, ProviderError, ProviderEvent, ToolCall
+from app.runtime.journal import ModelUsage
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
 from tests.graph.memory import MemoryJournal, node_runtime, rules
@@ -103,12 +104,16 @@ class FailingProvider:
         yield  # pragma: no cover
 
 
-async def test_call_llm_turns_a_provider_error_into_a_failed_update_and_records_nothing() -> None:
+async def test_call_llm_turns_a_provider_error_into_a_failed_update_that_still_counts_the_prompt() -> None:
     journal = MemoryJournal()
-    update = await call_llm(state(prompt=[]), node_runtime(journal, provider=FailingProvider()))
-    assert update == {"status": "failed", "error": {"code": "provider_unavailable", "message": "down"}}
+    update = await call_llm(state(prompt=[], system="be brief"), node_runtime(journal, provider=FailingProvider()))
+    assert update == {
+        "status": "failed", "error": {"code": "provider_unavailable", "message": "down"},
+        "input_tokens": 2, "output_tokens": 0,
+    }  # fmt: skip
     assert journal.messages == []
     assert journal.usage == []
+    assert journal.unanswered == [ModelUsage("scripted-1", 2, 0)]
 
 
 async def test_parse_response_announces_each_requested_call() -> None:
@@ -228,5 +233,13 @@ async def test_loop_limit_handler_tells_a_spent_budget_from_a_loop_limit() -> No
     journal = MemoryJournal()
     spent = await loop_limit_handler(state(output_tokens=100, last_text="partial"), node_runtime(journal))
     looped = await loop_limit_handler(state(output_tokens=5, last_text="partial"), node_runtime(journal))
-    assert spent == {"status": "budget_exceeded", "final_output": "partial"}
+    assert spent == {
+        "status": "budget_exceeded",
+        "final_output": "partial",
+        "error": {
+            "code": "budget_exceeded",
+            "message": "the turn spent 100 of its 100 output tokens",
+            "spent": {"input_tokens": 0, "output_tokens": 100, "loops": 0},
+        },
+    }
     assert looped == {"status": "loop_limit", "final_output": "partial"}

@@ -22,7 +22,7 @@ from tests.sse import Frame, parse
 CE_URL = "http://ce.test"
 SERVICE = "/contextengine.v1.ContextEngine"
 ISSUER = "agent-runtime"
-TURN_CLAIMS = {"iss", "aud", "sub", "tenant_id", "agent_id", "session_id", "turn_id", "iat", "exp", "jti"}
+TURN_CLAIMS = {"iss", "aud", "sub", "act", "tenant_id", "agent_id", "session_id", "turn_id", "iat", "exp", "jti"}
 
 
 class RecordingProvider:

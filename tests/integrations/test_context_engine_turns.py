@@ -84,6 +84,7 @@ async def test_every_engine_call_carries_a_turn_token_the_jwks_verifies(
     assert claims["iss"] == "agent-runtime"
     assert claims["aud"] == "context-engine"
     assert claims["sub"] == f"agent:{session['agent_id']}"
+    assert claims["act"] == {"sub": "alice"}
     assert (claims["tenant_id"], claims["agent_id"]) == (tenant, session["agent_id"])
     assert (claims["session_id"], claims["turn_id"]) == (session["id"], run.turn_id)
     assert 0 < claims["exp"] - claims["iat"] <= 300

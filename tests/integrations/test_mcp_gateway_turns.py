@@ -75,6 +75,7 @@ async def test_calls_reach_the_gateway_with_the_token_and_idempotency_key(
     assert set(claims) == TURN_CLAIMS
     assert claims["aud"] == "mcp-gateway"
     assert claims["sub"] == f"agent:{session['agent_id']}"
+    assert claims["act"] == {"sub": "alice"}
     assert (claims["tenant_id"], claims["agent_id"]) == (tenant, session["agent_id"])
     assert (claims["session_id"], claims["turn_id"]) == (session["id"], run.turn_id)
     assert 0 < claims["exp"] - claims["iat"] <= 300
@@ -91,7 +92,8 @@ async def test_a_tool_outside_the_agents_servers_is_not_available(
     assert run.ended["status"] == "completed"
     [completed] = run.of("tool_call.completed")
     assert completed["is_error"] is True
-    assert "not available" in completed["result"]
+    assert "is not a tool of this agent" in completed["result"]
+    assert [d["rule_id"] for d in run.of("policy.decision") if d["point"] == "tool"] == ["unknown_tool"]
     assert gateway.rpc("tools/call") == []
     assert gateway.calls == []
 

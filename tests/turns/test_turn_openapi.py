@@ -13,6 +13,7 @@ from tests.sse import read_turn
 from tests.turns.support import scripted_session
 
 EVENT_REF = "#/components/schemas/TurnEvent"
+FRAME_REF = "#/components/schemas/TurnEventFrame"
 SSE = "text/event-stream"
 
 
@@ -31,10 +32,14 @@ def _ok_content(spec: dict[str, Any], path: str, method: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "method"), [("/sessions/{session_id}/turns", "post"), ("/turns/{turn_id}/events", "get")]
 )
-def test_sse_operations_document_event_stream_with_the_turn_event_union(
+def test_sse_operations_document_event_stream_with_the_turn_event_union_as_each_events_data(
     spec: dict[str, Any], path: str, method: str
 ) -> None:
-    assert _ok_content(spec, path, method)[SSE]["schema"] == {"$ref": EVENT_REF}
+    assert _ok_content(spec, path, method)[SSE]["schema"] == {"$ref": FRAME_REF}
+    frame = spec["components"]["schemas"]["TurnEventFrame"]
+    assert frame["required"] == ["id", "event", "data"]
+    assert frame["properties"]["data"]["contentMediaType"] == "application/json"
+    assert frame["properties"]["data"]["contentSchema"] == {"$ref": EVENT_REF}
 
 
 def test_create_turn_also_documents_the_finished_turn_as_json(spec: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from app.runtime.events import EventBody
 from app.runtime.journal import Progress, TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.runner import execute
+from tests.graph.memory import MemoryJournal
 
 
 class EndlessRuntime:
@@ -59,7 +60,7 @@ def _run() -> TurnRun:
 
 async def test_a_second_cancel_while_settling_does_not_cut_the_settlement_short() -> None:
     graph, stream = EndlessRuntime(), GatedStream()
-    task = asyncio.create_task(execute(graph, _run(), None, None, stream, None))  # type: ignore[arg-type]
+    task = asyncio.create_task(execute(graph, _run(), None, MemoryJournal(), stream, None))  # type: ignore[arg-type]
     await asyncio.wait_for(graph.started.wait(), 10)
     task.cancel()
     await asyncio.wait_for(stream.ending.wait(), 10)
@@ -75,7 +76,7 @@ async def test_a_second_cancel_while_settling_does_not_cut_the_settlement_short(
 
 async def test_a_shutdown_while_settling_keeps_the_decided_outcome() -> None:
     graph, stream = EndlessRuntime(), GatedStream()
-    task = asyncio.create_task(execute(graph, _run(), None, None, stream, None))  # type: ignore[arg-type]
+    task = asyncio.create_task(execute(graph, _run(), None, MemoryJournal(), stream, None))  # type: ignore[arg-type]
     await asyncio.wait_for(graph.started.wait(), 10)
     task.cancel()
     await asyncio.wait_for(stream.ending.wait(), 10)

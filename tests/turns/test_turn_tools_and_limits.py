@@ -111,14 +111,17 @@ async def test_request_limits_never_raise_max_loops_above_the_snapshot(
 async def test_output_budget_reached_with_tool_calls_pending_ends_in_budget_exceeded(
     client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
-    # One call costs 2 words + 1 tool call = 3 output tokens, so a budget of 5 runs out in the 2nd loop.
+    # One call costs 2 words + 1 tool call = 3 output tokens, so the 2nd call may only spend 2: the
+    # model is cut there (stop_reason max_tokens) and the turn ends at its budget, never past it.
     session = await scripted_session(client, alice, ENDLESS, limits={"max_loops": 10})
     frames = await _turn(client, alice, session["id"], limits={"max_output_tokens": 5})
     ended = frames[-1].data
     assert ended["status"] == "budget_exceeded"
-    assert len(_of(frames, "message.completed")) == 2
+    assert [f.data["stop_reason"] for f in _of(frames, "message.completed")] == ["tool_use", "max_tokens"]
     assert len(_of(frames, "tool_call.completed")) == 1
-    assert ended["usage"]["output_tokens"] == 6
+    assert ended["usage"]["output_tokens"] == 5
+    assert ended["error"]["code"] == "budget_exceeded"
+    assert ended["error"]["spent"]["output_tokens"] == 5
     assert ended["final_output"] == "still working"
 
 

@@ -1,7 +1,10 @@
-"""execute_tools: per call, in order — blacklist, skip-done, policy, execute.
+"""execute_tools: per call, in order — known, blacklist, skip-done, policy (or the human's decision), execute.
 
-A call that needs a human interrupts the batch: every later call of the batch that needs one too
-gets its approval at once, calls that already ran keep their results, the rest wait for the resume.
+Every tool the model may call is judged here, MCP tools included: the gateway enforces its own rules
+too, but only a decision taken here leaves a receipt on this turn, and a name nobody offered never
+leaves the service. A call that needs a human interrupts the batch: every later call of the batch
+that needs one too gets its approval at once, calls that already ran keep their results, the rest
+wait for the resume.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.core import tracing
-from app.governance.policy import Decision, PolicySet, blacklist_decision, decide_tool
+from app.governance import receipts
+from app.governance.policy import HASH_UNAVAILABLE, Decision, PolicySet, blacklist_decision, decide_tool
 from app.graph.context import TurnContext
-from app.graph.nodes.common import traced
+from app.graph.nodes.common import failed, traced
 from app.graph.state import HumanDecision, TurnState
 from app.graph.telemetry import tool_call, tool_settled
 from app.providers.base import ToolCall
@@ -22,6 +26,7 @@ from app.runtime.events import ToolCallCompleted
 from app.runtime.journal import ApprovalRequest
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
+from app.tools.mcp_gateway import McpGatewayUnavailable
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,20 +42,26 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
     humans = state.get("decisions") or {}
     results = dict(state.get("results", {}))
     pending = state.get("pending", [])
-    for index, call in enumerate(pending):
-        if call.id in results:
-            continue
-        outcome = await _one_call(ctx, call, loop, humans.get(call.id))
-        if isinstance(outcome, Gate):
-            await _request_approvals(ctx, outcome, pending[index + 1 :], loop, humans)
-            return {"results": results, "status": "interrupted"}
-        results[call.id] = outcome
+    try:
+        for index, call in enumerate(pending):
+            if call.id in results:
+                continue
+            outcome = await _one_call(ctx, call, loop, humans.get(call.id))
+            if isinstance(outcome, Gate):
+                await _request_approvals(ctx, outcome, pending[index + 1 :], loop, humans)
+                return {"results": results, "status": "interrupted"}
+            results[call.id] = outcome
+    except McpGatewayUnavailable as exc:
+        return {**failed("mcp_gateway_unavailable", str(exc)), "results": results}
     return {"results": results}
 
 
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
     key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
     policy = await ctx.governance.current("tool")
+    if not await ctx.tools.known(call.name):
+        policy_hash = policy.policy_hash if isinstance(policy, PolicySet) else HASH_UNAVAILABLE
+        return await _deny(ctx, call, key, loop, receipts.unknown_tool(call.name, policy_hash))
     blacklisted = blacklist_decision(policy, call.name) if isinstance(policy, PolicySet) else None
     if blacklisted is not None:
         return await _deny(ctx, call, key, loop, blacklisted)
@@ -60,19 +71,42 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
     if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
         return await _deny(ctx, call, key, loop, policy)
     if human is not None:
-        if human["decision"] != "approve":
-            reason = human["reason"] or "no reason given"
-            denial = ToolResult(f"denied by a human: {reason}", is_error=True)
-            return await _settle(ctx, call, key, loop, denial, denied=True)
-        if human["arguments"] is not None:  # edited to {} is an edit too
-            call = dataclasses.replace(call, arguments=human["arguments"])
-    elif not ctx.tools.is_mcp(call.name):
-        decision = decide_tool(policy, call.name, call.arguments)
-        if decision.verdict == "deny":
-            return await _deny(ctx, call, key, loop, decision)
-        ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
-        if decision.verdict == "requires_approval":
-            return Gate(call, decision)
+        return await _as_the_human_decided(ctx, call, key, loop, human, policy.policy_hash)
+    decision = decide_tool(policy, call.name, call.arguments)
+    if decision.verdict == "deny":
+        return await _deny(ctx, call, key, loop, decision)
+    ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
+    if decision.verdict == "requires_approval":
+        return Gate(call, decision)
+    return await _execute(ctx, call, key, loop)
+
+
+async def _as_the_human_decided(
+    ctx: TurnContext, call: ToolCall, key: str, loop: int, human: HumanDecision, policy_hash: str
+) -> ToolResult:
+    """The human's decision replaces the policy check; its receipt names who, and what they saw and what ran."""
+    approve = human["decision"] == "approve"
+    edited = human["arguments"] if approve else None  # edited to {} is an edit too
+    receipt = receipts.human(
+        approve=approve,
+        decided_by=human.get("decided_by"),
+        reason=human["reason"],
+        rule_id=human.get("rule_id"),
+        seen=call.arguments,
+        edited=edited,
+        policy_hash=policy_hash,
+    )
+    ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
+    if not approve:
+        reason = human["reason"] or "no reason given"
+        denial = ToolResult(f"denied by a human: {reason}", is_error=True)
+        return await _settle(ctx, call, key, loop, denial, denied=True)
+    if edited is not None:
+        call = dataclasses.replace(call, arguments=edited)
+    return await _execute(ctx, call, key, loop)
+
+
+async def _execute(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
     await ctx.journal.dispatched(key, loop, call)
     with tool_call(call.name, call.id, mcp=ctx.tools.is_mcp(call.name)) as span:
         result = await ctx.tools.run(call, key)
@@ -116,7 +150,7 @@ async def _request_approvals(
 async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]) -> list[Gate]:
     gates = []
     for call in calls:
-        if ctx.tools.is_mcp(call.name) or blacklist_decision(policy, call.name) is not None:
+        if not await ctx.tools.known(call.name) or blacklist_decision(policy, call.name) is not None:
             continue
         decision = decide_tool(policy, call.name, call.arguments)
         if decision.verdict == "requires_approval":

@@ -7,9 +7,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.context.engine_client import ContextEngineError
+from app.governance.budget import exceeded, spent_reason
 from app.graph.context import TurnContext
 from app.graph.nodes.common import traced
-from app.graph.state import TurnState
+from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ChatMessage
 from app.runtime.events import ContextDegraded
 
@@ -70,5 +71,9 @@ async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages:
 
 @traced("loop_limit_handler")
 async def loop_limit_handler(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
-    over_budget = state.get("output_tokens", 0) >= state["max_output_tokens"]
-    return {"status": "budget_exceeded" if over_budget else "loop_limit", "final_output": state.get("last_text", "")}
+    final_output = state.get("last_text", "")
+    over = spent_reason(budget_of(state), spent_of(state))
+    if over is None:
+        return {"status": "loop_limit", "final_output": final_output}
+    error = exceeded("budget_exceeded", over, spent_of(state))
+    return {"status": "budget_exceeded", "error": error, "final_output": final_output}
