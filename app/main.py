@@ -19,6 +19,7 @@ from app.approvals.router import router as approvals_router
 from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
+from app.autonomy.runtime import AutonomousRuntime
 from app.claude_sdk.options import Provider
 from app.claude_sdk.pool import ClientPool
 from app.claude_sdk.runtime import ClaudeSdkRuntime
@@ -46,6 +47,7 @@ from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
 from app.runtime.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
+from app.runtime.journal import TurnRuntime
 from app.runtime.manager import Outbound, TurnManager
 from app.runtime.notify import EventListener
 from app.schedules.router import router as schedules_router
@@ -120,7 +122,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     turns = TurnManager(
         engine=engine,
         sql=sql,
-        runtimes={"langgraph": LangGraphRuntime(), "claude_sdk": claude_sdk},
+        runtimes=_runtimes(claude_sdk),
         providers=ProviderRegistry.default(provider_clients, _resolver(settings, sql, secret_box)),
         outbound=outbound,
         listener=listener,
@@ -183,6 +185,12 @@ def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolve
         "gemini": EnvironmentKey(settings.gemini.api_key, settings.gemini.base_url),
     }
     return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
+
+
+def _runtimes(claude_sdk: ClaudeSdkRuntime) -> dict[str, TurnRuntime]:
+    """The runtimes by name; `NAME+autonomous` runs PLAN / PURSUE over runtime NAME (app/autonomy)."""
+    langgraph = LangGraphRuntime()
+    return {"langgraph": langgraph, "langgraph+autonomous": AutonomousRuntime(langgraph), "claude_sdk": claude_sdk}
 
 
 def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:

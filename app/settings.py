@@ -196,6 +196,8 @@ class WebhookSettings(BaseSettings):
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
+    autonomy_enabled: bool = True
+    """Whether turns may ask for `mode: "autonomous"` (the agent's `autonomy.enabled` must allow it too)."""
     db: DbSettings = Field(default_factory=DbSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     signing: SigningSettings = Field(default_factory=SigningSettings)

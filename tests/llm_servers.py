@@ -79,14 +79,19 @@ def _anthropic_event(event: dict[str, Any]) -> bytes:
 
 
 def _anthropic(body: dict[str, Any], answered: bool) -> list[bytes]:
+    return anthropic_reply(body, FINAL_TEXT if answered else FIRST_TEXT, None if answered else TOOL_ARGS)
+
+
+def anthropic_reply(body: dict[str, Any], text: str, calculator: dict[str, Any] | None) -> list[bytes]:
+    """An Anthropic Messages stream: `text`, then a `calculator` call with these arguments if given."""
+    answered = calculator is None
     message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
                "stop_reason": None, "stop_sequence": None,
                "usage": {"input_tokens": 25, "output_tokens": 1}}  # fmt: skip
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": message},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "text_delta", "text": FINAL_TEXT if answered else FIRST_TEXT}},  # fmt: skip
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},  # fmt: skip
         {"type": "content_block_stop", "index": 0},
     ]
     if not answered:
@@ -94,7 +99,7 @@ def _anthropic(body: dict[str, Any], answered: bool) -> list[bytes]:
             {"type": "content_block_start", "index": 1,
              "content_block": {"type": "tool_use", "id": "toolu_calc_1", "name": "calculator", "input": {}}},
             {"type": "content_block_delta", "index": 1,
-             "delta": {"type": "input_json_delta", "partial_json": json.dumps(TOOL_ARGS)}},
+             "delta": {"type": "input_json_delta", "partial_json": json.dumps(calculator)}},
             {"type": "content_block_stop", "index": 1},
         ]  # fmt: skip
     events += [
@@ -137,8 +142,10 @@ WIRE: dict[str, tuple[Answer, list[str], str]] = {
 
 
 @asynccontextmanager
-async def llm_server(provider: str) -> AsyncIterator[LlmServer]:
+async def llm_server(provider: str, answer_with: Answer | None = None) -> AsyncIterator[LlmServer]:
+    """A loopback server for `provider`; `answer_with` replaces its scripted conversation."""
     answer, paths, suffix = WIRE[provider]
+    answer = answer_with or answer
     server = LlmServer()
     config = uvicorn.Config(_app(server, answer, paths), host="127.0.0.1", port=0, log_level="warning")
     runner = uvicorn.Server(config)

@@ -75,7 +75,7 @@ def test_the_rules_see_the_modules_they_judge() -> None:
     assert "app.runtime.manager" in IMPORTS["app.turns.service"]
 
 
-RUNTIMES = ("app.graph", "app.claude_sdk")
+RUNTIMES = ("app.graph", "app.claude_sdk", "app.autonomy")
 """Packages that implement `TurnRuntime`; a new runtime's package joins this list."""
 
 

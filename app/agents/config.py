@@ -94,6 +94,11 @@ class CompactionConfig(_Strict):
     keep_last_messages: StrictInt = Field(default=DEFAULT_KEEP_LAST, ge=2, le=1000)
 
 
+class AutonomyConfig(_Strict):
+    enabled: bool = False
+    max_steps: StrictInt = Field(default=12, ge=1, le=100)
+
+
 class ContextConfig(_Strict):
     team_unit: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
     guardrail_hashes: list[str] = Field(default_factory=list, max_length=100)
@@ -110,6 +115,7 @@ class AgentConfig(_Strict):
     policies: list[PolicyRule] = Field(default_factory=list, max_length=500)
     limits: Limits = Field(default_factory=Limits)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    autonomy: AutonomyConfig = Field(default_factory=AutonomyConfig)
 
     @field_validator("tools")
     @classmethod
@@ -123,7 +129,7 @@ class AgentConfig(_Strict):
                     f" or, with runtime claude_sdk, claude:NAME ({claude})"
                 )
             if ref.startswith("claude:") and info.data.get("runtime") != "claude_sdk":
-                raise ValueError(f"{ref!r}: claude:NAME tools need \"runtime\": \"claude_sdk\"")
+                raise ValueError(f'{ref!r}: claude:NAME tools need "runtime": "claude_sdk"')
         if len(set(tools)) != len(tools):
             raise ValueError("tools must not repeat")
         return tools
@@ -142,7 +148,7 @@ class AgentConfig(_Strict):
     @model_validator(mode="after")
     def _runtime_model(self) -> AgentConfig:
         if self.runtime == "claude_sdk" and self.model.provider != "anthropic":
-            raise ValueError("the claude_sdk runtime needs model.provider \"anthropic\" (Claude Code speaks its API)")
+            raise ValueError('the claude_sdk runtime needs model.provider "anthropic" (Claude Code speaks its API)')
         return self
 
     @field_validator("policies")

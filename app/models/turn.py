@@ -50,6 +50,9 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     concurrency_slot: Mapped[int | None] = mapped_column(Integer)
     """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/admission.py)."""
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    mode: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")
+    """`interactive` or `autonomous` (PLAN / PURSUE, app/autonomy); the plan is rebuilt from its events."""
+    max_steps: Mapped[int | None] = mapped_column(Integer)
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     runner_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())

@@ -139,6 +139,36 @@ class ContextCompacted(EventBody):
     tokens_after: int
 
 
+class PlanTodo(BaseModel):
+    id: str
+    title: str
+
+
+class PlanCreated(EventBody):
+    """Autonomous mode: the todos the PLAN call decomposed the input into (ids assigned by the service)."""
+
+    type: Literal["plan.created"] = "plan.created"
+    todos: list[PlanTodo]
+
+
+class PlanStepStarted(EventBody):
+    type: Literal["plan.step.started"] = "plan.step.started"
+    todo_id: str
+    title: str
+
+
+class PlanStepCompleted(EventBody):
+    type: Literal["plan.step.completed"] = "plan.step.completed"
+    todo_id: str
+    title: str
+    status: Literal["done", "failed", "skipped"]
+    output: str
+
+
+PLAN_EVENTS_LIKE = "plan.%"
+"""The events an autonomous turn's plan and its steps' states are rebuilt from (app/autonomy/plan.py)."""
+
+
 class TurnEnded(EventBody):
     type: Literal["turn.ended"] = "turn.ended"
     status: TurnStatus
@@ -181,6 +211,9 @@ TurnEvent = Annotated[
     | ContextDegraded
     | ContextCompacted
     | UsageEvent
+    | PlanCreated
+    | PlanStepStarted
+    | PlanStepCompleted
     | TurnEnded,
     Field(discriminator="type"),
 ]

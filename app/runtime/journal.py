@@ -104,6 +104,12 @@ class TurnRun:
     """A resumed run: the stopped batch's tool calls, to continue at the call that waited."""
     last_text: str = ""
     """A resumed run: the text of the model reply that asked for `pending`."""
+    mode: str = "interactive"
+    """`autonomous`: the engine runs it through the PLAN / PURSUE runtime (app/autonomy)."""
+    max_steps: int = 0
+    """An autonomous turn's bound on its plan's todos (added ones included)."""
+    plan_events: list[dict[str, Any]] = field(default_factory=list)
+    """A resumed autonomous run: its stored `plan.*` events (the plan and each step's state)."""
 
     @property
     def resumed(self) -> bool:

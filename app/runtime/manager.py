@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 DEFAULT_RUNTIME = "langgraph"
 DRAIN_RETRY_SECONDS = 5
 """`Retry-After` of a turn refused while draining: by then the load balancer routes to another replica."""
+AUTONOMOUS = "autonomous"
+"""An autonomous turn runs on `{runtime}+autonomous`: its agent's runtime wrapped in PLAN / PURSUE."""
 LISTEN_POLL_SECONDS = 2.0
 REMOTE_CANCEL_SECONDS = 5.0
 
@@ -158,6 +160,8 @@ class TurnManager:
 
     def runtime_of(self, run: TurnRun) -> TurnRuntime:
         name = str(run.snapshot.get("runtime", DEFAULT_RUNTIME))
+        if run.mode == "autonomous":
+            name = f"{name}+{AUTONOMOUS}"
         return self.runtimes.get(name) or UnavailableRuntime(name)
 
     def _services(self, run: TurnRun) -> TurnServices:

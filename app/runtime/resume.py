@@ -40,5 +40,8 @@ async def resume_run(
         history=history,
         pending=list(assistant.tool_calls),
         last_text=assistant.content,
+        mode=turn.mode,
+        max_steps=turn.max_steps or 0,
+        plan_events=await store.plan_events(turn.tenant_id, turn.id) if turn.mode == "autonomous" else [],
     )
 

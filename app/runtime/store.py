@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 import asyncpg
+import orjson
 from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -43,7 +44,7 @@ from app.runtime.admission import (
     with_tenant_admission,
 )
 from app.runtime.batch import Settle
-from app.runtime.events import EndStatus, TurnEnded, stamp
+from app.runtime.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.notify import notify_followers
 from app.runtime.outbox import enqueue_in_transaction
@@ -174,6 +175,16 @@ MAX_SEQ = Query(
     )
 )
 
+PLAN_EVENTS = Query(
+    select(TurnEvent.data)
+    .where(
+        TurnEvent.tenant_id == bindparam("tenant_id"),
+        TurnEvent.turn_id == bindparam("turn_id"),
+        TurnEvent.type.like(PLAN_EVENTS_LIKE),
+    )
+    .order_by(TurnEvent.seq)
+)
+
 
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
@@ -301,6 +312,11 @@ class TurnStore:
 
     async def current_status(self, tenant_id: str, turn_id: uuid.UUID) -> str:
         return str(await self.sql.fetchval(CURRENT_STATUS, {"tenant_id": tenant_id, "turn_id": turn_id}))
+
+    async def plan_events(self, tenant_id: str, turn_id: uuid.UUID) -> list[dict[str, Any]]:
+        """An autonomous turn's `plan.*` events in order: its plan and each step's state."""
+        rows = await self.sql.fetch(PLAN_EVENTS, {"tenant_id": tenant_id, "turn_id": turn_id})
+        return [orjson.loads(r["data"]) for r in rows]
 
     async def max_seq(self, tenant_id: str, turn_id: uuid.UUID) -> int:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+import orjson
 from sqlalchemy import Select, func, select, update
 
 from app.auth.principal import Principal
@@ -9,6 +11,7 @@ from app.core.pagination import paginate
 from app.core.repository import TenantRepository
 from app.models import ACTIVE_STATUSES, Approval, Turn, TurnEvent
 from app.models.base import utcnow
+from app.runtime.events import PLAN_EVENTS_LIKE
 
 
 class TurnRepository(TenantRepository[Turn]):
@@ -63,6 +66,19 @@ class TurnRepository(TenantRepository[Turn]):
             .limit(limit)
         )
         return [(r.seq, r.type, r.data) for r in await self.session.execute(stmt)]
+
+    async def plan_events(self, turn_id: uuid.UUID) -> list[dict[str, Any]]:
+        """An autonomous turn's `plan.*` events in order (its plan and each step's state)."""
+        stmt = (
+            select(TurnEvent.data)
+            .where(
+                TurnEvent.tenant_id == self.tenant_id,
+                TurnEvent.turn_id == turn_id,
+                TurnEvent.type.like(PLAN_EVENTS_LIKE),
+            )
+            .order_by(TurnEvent.seq)
+        )
+        return [orjson.loads(data) for data in (await self.session.scalars(stmt))]
 
     async def last_seq_of(self, turn_id: uuid.UUID, event_type: str) -> int | None:
         """The sequence number of the turn's latest event of this type (e.g. where its latest run started)."""

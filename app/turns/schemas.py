@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -16,18 +16,30 @@ class TurnLimits(BaseModel):
     max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
     max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
     max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
+    max_steps: StrictInt | None = Field(default=None, ge=1, le=100)
 
 
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: str = Field(min_length=1, max_length=200_000)
+    mode: Literal["interactive", "autonomous"] = "interactive"
     limits: TurnLimits | None = None
+
+
+class PlanItem(BaseModel):
+    """One todo of an autonomous turn's plan and where it stands."""
+
+    id: str
+    title: str
+    status: Literal["pending", "running", "done", "failed", "skipped"]
+    output: str
 
 
 class Turn(BaseModel):
     id: uuid.UUID
     session_id: uuid.UUID
     status: TurnStatus
+    mode: Literal["interactive", "autonomous"] = "interactive"
     input: str
     final_output: str | None
     usage: Usage
@@ -38,13 +50,18 @@ class Turn(BaseModel):
     resumed_by: uuid.UUID | None
     created_at: datetime
     ended_at: datetime | None
+    plan: list[PlanItem] | None = Field(
+        default=None, description="An autonomous turn's todos with their status (null for an interactive turn)"
+    )
 
     @classmethod
-    def of(cls, row: Any) -> Turn:
+    def of(cls, row: Any, plan: list[PlanItem] | None = None) -> Turn:
         return cls(
             id=row.id,
             session_id=row.session_id,
             status=row.status,
+            mode=row.mode,
+            plan=plan,
             input=row.input,
             final_output=row.final_output,
             usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),

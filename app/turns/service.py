@@ -13,12 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.auth.stream_token import mint_stream_token
+from app.autonomy.plan import Plan
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame
-from app.errors import Conflict, NotFound, TooManyRequests
+from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests
 from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
@@ -76,7 +77,8 @@ class TurnService:
         now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
-        asked = body.limits.model_dump(exclude_none=True) if body.limits else {}
+        asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
+        max_steps = self._admit_mode(body, session["snapshot"])
         limits = effective_limits(admission.ceilings, session["snapshot"].get("limits", {}), asked)
         ident = TurnIdentity(session["tenant_id"], session["id"], uuid.uuid4(), session["agent_id"])
         turn = {
@@ -84,7 +86,7 @@ class TurnService:
             "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
-            "last_seq": 0, "created_at": now, "updated_at": now,
+            "last_seq": 0, "created_at": now, "updated_at": now, "mode": body.mode, "max_steps": max_steps,
         }  # fmt: skip
         user_message = message_row(ident, ChatMessage(role="user", content=body.input))
         ceiling = admission.ceilings.max_concurrent_turns
@@ -103,7 +105,21 @@ class TurnService:
             max_output_tokens=limits.max_output_tokens,
             max_total_tokens=limits.max_total_tokens,
             token_quota=token_quota_of(admission.ceilings),
+            mode=body.mode,
+            max_steps=max_steps or 0,
         )
+
+    def _admit_mode(self, body: schemas.TurnCreate, snapshot: dict[str, Any]) -> int | None:
+        """An autonomous turn's step bound; 422 `autonomy_disabled` where the service or the agent forbids it."""
+        if body.mode != "autonomous":
+            return None
+        autonomy = snapshot.get("autonomy") or {}
+        if not self.container.settings.autonomy_enabled:
+            raise RuleViolation("autonomy_disabled", "autonomous turns are disabled in this service (AUTONOMY_ENABLED)")
+        if not autonomy.get("enabled", False):
+            raise RuleViolation("autonomy_disabled", "this agent does not allow autonomous turns (autonomy.enabled)")
+        asked = body.limits.max_steps if body.limits else None
+        return min(x for x in (int(autonomy.get("max_steps", 12)), asked) if x is not None)
 
     def _admit_runtime(self, session_id: uuid.UUID, snapshot: dict[str, Any]) -> None:
         """A `claude_sdk` turn needs a Claude Code process of this replica: 429 while all are busy."""
@@ -117,7 +133,13 @@ class TurnService:
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
         async with self._uow() as db:
-            return schemas.Turn.of(await self._load(db, turn_id))
+            turn = await self._load(db, turn_id)
+            if turn.mode != "autonomous":
+                return schemas.Turn.of(turn)
+            events = await TurnRepository(db, self.principal.tenant_id).plan_events(turn_id)
+        steps = Plan.of_events(events).steps
+        plan = [schemas.PlanItem(id=s.id, title=s.title, status=s.status, output=s.output) for s in steps]  # type: ignore[arg-type]
+        return schemas.Turn.of(turn, plan)
 
     async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)

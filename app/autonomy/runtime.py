@@ -1,0 +1,213 @@
+"""The autonomous runtime: PLAN (the todos), PURSUE (the inner runtime's governed loop per todo), a closing summary.
+
+It wraps another `TurnRuntime` (the LangGraph loop) behind the same port, so the engine launches,
+cancels, settles and resumes an autonomous turn like any other. Every step runs the inner loop with
+the turn's running totals (loops, tokens), so loop and budget limits count across the whole plan,
+and its loop index goes on from the previous step's: idempotency keys stay unique per step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+
+from app.autonomy.journal import StepJournal
+from app.autonomy.plan import PLAN_INSTRUCTION, Plan, PlanInvalid, Step, parse_plan
+from app.autonomy.tools import PlanTools
+from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta
+from app.runtime.events import (
+    MessageCompleted,
+    MessageDelta,
+    PlanCreated,
+    PlanStepCompleted,
+    PlanStepStarted,
+    PlanTodo,
+    UsageEvent,
+)
+from app.runtime.journal import ModelUsage, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+
+SUMMARY_INSTRUCTION = "Every step of the plan has run. Write the closing summary of what was done for the user."
+STEP_STATUS = {"completed": "done"}
+
+
+@dataclasses.dataclass(slots=True)
+class _Totals:
+    loop_count: int
+    input_tokens: int
+    output_tokens: int
+    calls: int
+    last_text: str = ""
+
+    def progress(self, **outcome: object) -> Progress:
+        return Progress(
+            loop_count=self.loop_count,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            last_text=self.last_text,
+            **outcome,  # type: ignore[arg-type]
+        )
+
+
+class AutonomousRuntime:
+    def __init__(self, inner: TurnRuntime) -> None:
+        self.inner = inner
+
+    async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
+        recording = StepJournal(journal)
+        """Everything this run adds to the conversation: what every later prompt (and call index) goes on from."""
+        totals = _Totals(run.loop_count, run.input_tokens, run.output_tokens, _calls(run.history))
+        plan = Plan.of_events(run.plan_events)
+        if not plan.steps:
+            failure = await self._plan(run, services, recording, totals, plan)
+            if failure is not None:
+                yield failure
+                return
+        yield totals.progress()
+        services = dataclasses.replace(services, tools=PlanTools(services.tools, plan, journal, max(run.max_steps, 1)))
+        resuming = run.resumed
+        while (step := plan.running() if resuming else plan.next_pending()) is not None:
+            started = sum(1 for s in plan.steps if s.status != "pending")
+            if not resuming and started >= max(run.max_steps, 1):
+                yield totals.progress(status="loop_limit", final_output=plan.outputs() or None)
+                return
+            if not resuming:
+                step.status = "running"
+                journal.event(PlanStepStarted(todo_id=step.id, title=step.title))
+            step_run = self._step_run(run, plan, step, [*run.history, *recording.messages], totals, resuming)
+            if not resuming:
+                recording.note(step_run.history[-1])
+            progress = totals.progress()
+            async for progress in self.inner.run(step_run, services, recording):
+                yield dataclasses.replace(progress, status=None, final_output=None, error=None)
+            resuming = False
+            totals.loop_count, totals.input_tokens, totals.output_tokens = (
+                progress.loop_count, progress.input_tokens, progress.output_tokens
+            )  # fmt: skip
+            totals.last_text = progress.last_text
+            totals.calls = _calls([*run.history, *recording.messages])
+            if progress.status == "interrupted":
+                yield progress
+                return
+            step.output = progress.final_output or progress.last_text
+            step.status = STEP_STATUS.get(progress.status or "", "failed")
+            journal.event(
+                PlanStepCompleted(todo_id=step.id, title=step.title, status=step.status, output=step.output)  # type: ignore[arg-type]
+            )
+            if progress.status != "completed":
+                yield dataclasses.replace(progress, final_output=plan.outputs() or progress.final_output)
+                return
+        yield await self._summary(run, services, recording, totals, plan)
+
+    async def _plan(
+        self, run: TurnRun, services: TurnServices, journal: TurnJournal, totals: _Totals, plan: Plan
+    ) -> Progress | None:
+        """The PLAN call (retried once with the validation error); None once `plan.created` is out."""
+        messages = [*run.history]
+        for attempt in range(2):
+            try:
+                response = await self._call(run, services, journal, totals, PLAN_INSTRUCTION, messages)
+            except ProviderError as exc:
+                return totals.progress(status="failed", error={"code": exc.code, "message": exc.message})
+            try:
+                titles = parse_plan(response.text)
+            except PlanInvalid as exc:
+                if attempt:
+                    return totals.progress(
+                        status="failed", error={"code": "plan_invalid", "message": f"the plan is invalid: {exc}"}
+                    )
+                retry = (
+                    f'That reply is not a valid plan ({exc}). Reply with JSON only: {{"todos": [{{"title": "..."}}]}}'
+                )
+                messages = [
+                    *messages,
+                    ChatMessage(role="assistant", content=response.text),
+                    ChatMessage(role="user", content=retry),
+                ]
+                continue
+            plan.steps = [Step(f"todo_{index}", title) for index, title in enumerate(titles, 1)]
+            journal.event(PlanCreated(todos=[PlanTodo(id=s.id, title=s.title) for s in plan.steps]))
+            return None
+        raise AssertionError("unreachable")
+
+    async def _summary(
+        self, run: TurnRun, services: TurnServices, journal: TurnJournal, totals: _Totals, plan: Plan
+    ) -> Progress:
+        outline = f"The plan:\n{plan.outline(None)}\n\nThe steps' outputs:\n{plan.outputs()}"
+        messages = [*run.history, ChatMessage(role="user", content=outline)]
+        try:
+            response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages)
+        except ProviderError as exc:
+            return totals.progress(status="failed", error={"code": exc.code, "message": exc.message})
+        return totals.progress(status="completed", final_output=response.text)
+
+    async def _call(
+        self,
+        run: TurnRun,
+        services: TurnServices,
+        journal: TurnJournal,
+        totals: _Totals,
+        system: str,
+        messages: list[ChatMessage],
+    ) -> ModelResponse:
+        """One model call outside the loop (plan, summary): streamed, counted and recorded like the loop's."""
+        model = run.snapshot["model"]
+        remaining = max(run.max_output_tokens - totals.output_tokens, 1)
+        request = ModelRequest(
+            model=model,
+            system=system,
+            messages=messages,
+            tools=[],
+            max_tokens=min(int(model.get("max_tokens", 1024)), remaining),
+            call_index=totals.calls,
+        )
+        response: ModelResponse | None = None
+        async for item in services.provider.stream(request):
+            if isinstance(item, TextDelta):
+                journal.event(MessageDelta(text=item.text))
+            else:
+                response = item
+                break
+        if response is None:
+            raise ProviderError("provider_error", "the model stream ended without a response")
+        totals.calls += 1
+        totals.input_tokens += response.input_tokens
+        totals.output_tokens += response.output_tokens
+        totals.last_text = response.text
+        journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
+        journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens, kind="plan"))
+        name = str(model.get("name") or model["provider"])
+        journal.assistant_message(
+            ChatMessage(role="assistant", content=response.text),
+            ModelUsage(name, response.input_tokens, response.output_tokens, kind="plan"),
+        )
+        return response
+
+    @staticmethod
+    def _step_run(
+        run: TurnRun, plan: Plan, step: Step, conversation: list[ChatMessage], totals: _Totals, resuming: bool
+    ) -> TurnRun:
+        """The inner loop's run for one todo: its goal, the plan, the todo's position and earlier outputs in context."""
+        position = plan.steps.index(step) + 1
+        goal = (
+            f"You are carrying out step {position} of {len(plan.steps)} of a plan for the request above.\n"
+            f"The plan:\n{plan.outline(step)}\n\nEarlier steps' outputs:\n{plan.outputs() or '(none yet)'}\n\n"
+            f"Now do only this step: {step.title}"
+        )
+        history = conversation if resuming else [*conversation, ChatMessage(role="user", content=goal)]
+        return dataclasses.replace(
+            run,
+            input=goal,
+            history=history,
+            loop_count=totals.loop_count,
+            input_tokens=totals.input_tokens,
+            output_tokens=totals.output_tokens,
+            resumed_by=run.resumed_by if resuming else None,
+            decisions=run.decisions if resuming else {},
+            pending=run.pending if resuming else [],
+            last_text=run.last_text if resuming else "",
+        )
+
+
+def _calls(history: list[ChatMessage]) -> int:
+    """Model calls so far: the scripted provider plays its script by this index."""
+    return sum(1 for m in history if m.role == "assistant")
