@@ -24,10 +24,8 @@ RUN groupadd --system --gid 10001 app \
  && mkdir -p /data \
  && chown app:app /data
 COPY --from=build /opt/venv /opt/venv
-# `agent-runtime migrate` (and the SQLite start-up migration) read these from the working folder.
+# The migrations ship inside the package (app/migrations): `agent-runtime migrate` needs no source tree.
 WORKDIR /srv
-COPY alembic.ini ./
-COPY migrations ./migrations
 USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8000

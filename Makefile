@@ -18,7 +18,7 @@ run: $(STAMP)
 	$(BIN)/agent-runtime serve --host 127.0.0.1 --port 8000
 
 lint: $(STAMP)
-	$(BIN)/ruff check app tests bench migrations
+	$(BIN)/ruff check app tests bench
 	$(BIN)/mypy
 
 unit: $(STAMP) browser node-clients

@@ -12,11 +12,13 @@ from app.settings import get_settings
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.core.draining_server import DrainingServer
     from app.main import create_app
 
-    app = create_app()
+    settings = get_settings()
+    app = create_app(settings)
     _tune_gc()
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=args.host,
         port=args.port,
@@ -27,6 +29,7 @@ def _serve(args: argparse.Namespace) -> int:
         access_log=False,
         timeout_graceful_shutdown=5,
     )
+    DrainingServer(config, app, settings.shutdown.grace_seconds).run()
     return 0
 
 

@@ -12,8 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.metrics import observe_pools
+from app.core.migrate import head_revisions, schema_problem
 from app.core.problems import problem_responses
-from app.deps import EngineDep, SqlDep
+from app.deps import ContainerDep, EngineDep, SqlDep
 from app.errors import ServiceUnavailable
 
 READY_TIMEOUT_SECONDS = 3.0
@@ -30,12 +31,20 @@ async def healthz() -> Health:
 
 
 @router.get("/readyz", operation_id="readyz", response_model=Health, responses=problem_responses(503))
-async def readyz(engine: EngineDep) -> Health:
+async def readyz(engine: EngineDep, state: ContainerDep) -> Health:
+    """Ready when the replica is not draining, the database answers and its schema is at the migrations'
+    head: an unmigrated database would answer every API call with a 500, so no traffic should reach it."""
+    if state.turns.draining:
+        raise ServiceUnavailable("Not ready: this replica is shutting down", reason="draining")
+    heads = await asyncio.to_thread(head_revisions)
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS), engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
+            problem = await schema_problem(conn, heads)
     except (SQLAlchemyError, OSError) as exc:  # OSError covers refused connections and TimeoutError
         raise ServiceUnavailable("Database is unreachable") from exc
+    if problem is not None:
+        raise ServiceUnavailable(f"Not ready: {problem}", reason="schema_not_at_head")
     return Health(status="ready")
 
 

@@ -32,7 +32,7 @@ from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
 from app.core.json_guard import JsonBodyGuard
 from app.core.logs import configure_logging
-from app.core.migrate import upgrade_head
+from app.core.migrate import upgrade_head, warn_if_unmigrated
 from app.core.problems import install_problem_handlers
 from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
@@ -97,6 +97,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     if tracing.enabled():
         instrument_engine(engine)
+    if not is_sqlite(url):
+        await warn_if_unmigrated(engine)
     http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
     keyring = await asyncio.to_thread(SecretsKeyring.load_or_create, settings.secrets.key_file, settings.data_dir)
     secret_box = SecretBox(keyring)

@@ -133,6 +133,13 @@ class ClaudeSdkSettings(BaseSettings):
     """The Claude Code executable; unset = the one bundled in the `claude-agent-sdk` wheel."""
 
 
+class ShutdownSettings(BaseSettings):
+    model_config = _group("SHUTDOWN_")
+    grace_seconds: float = Field(default=25.0, ge=0)
+    """After SIGTERM, how long running turns get to finish before the process stops (k8s gives the pod
+    `terminationGracePeriodSeconds`, which must be longer)."""
+
+
 class HttpSettings(BaseSettings):
     model_config = _group("")
     cors_origins: CommaList = Field(default_factory=list)
@@ -202,6 +209,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)

@@ -48,15 +48,25 @@ def _address_space_limit(limit_bytes: int) -> Callable[[], None]:
 
 @contextmanager
 def live_server(
-    database_url: str, secret: str, work_dir: Path, *, memory_limit_bytes: int | None = None
+    database_url: str,
+    secret: str,
+    work_dir: Path,
+    *,
+    memory_limit_bytes: int | None = None,
+    env_overrides: dict[str, str] | None = None,
 ) -> Iterator[LiveServer]:
-    """Serve on a free loopback port until the block ends; the log (stdout and stderr) goes to a file."""
+    """Serve on a free loopback port until the block ends; the log (stdout and stderr) goes to a file.
+
+    The block's end is a SIGTERM, which drains: running turns get `SHUTDOWN_GRACE_SECONDS` (5 here
+    unless overridden) before the process stops."""
     port = _free_port()
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "AUTH_JWT_SECRET": secret,
         "DATA_DIR": str(work_dir),
+        "SHUTDOWN_GRACE_SECONDS": "5",
+        **(env_overrides or {}),
     }
     log_path = work_dir / f"server-{port}.log"
     command = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import shutil
+import subprocess
+import sys
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, insert, inspect
@@ -17,9 +23,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from app.core.db import create_engine
-from app.core.migrate import downgrade_base, upgrade_head
+from app.core.migrate import alembic_config, downgrade_base, upgrade_head
 from app.models import Agent, AgentVersion, Base, Session, Turn
-from tests.conftest import BASE_URL
+from tests.conftest import BASE_URL, make_settings, running_app
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 ALL_TABLES = {table.name for table in Base.metadata.sorted_tables}
 SQLITE_FTS_PREFIX = "memory_search"
@@ -178,3 +186,57 @@ async def test_second_active_turn_for_a_session_is_rejected_on_postgres(database
 def test_second_active_turn_for_a_session_is_rejected_on_sqlite(sqlite_url: str) -> None:
     upgrade_head(sqlite_url)
     asyncio.run(_assert_one_active_turn_per_session(sqlite_url))
+
+
+async def test_readyz_is_503_naming_the_fix_while_the_schema_is_not_at_head(
+    fresh_pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="app.core.migrate")
+    async with running_app(make_settings(fresh_pg_url, tmp_path)) as (_, client):
+        assert "run `agent-runtime migrate`" in caplog.text
+        response = await client.get("/readyz")
+        assert response.status_code == 503
+        assert response.headers["content-type"] == "application/problem+json"
+        body = response.json()
+        assert body["reason"] == "schema_not_at_head"
+        assert "agent-runtime migrate" in body["detail"]
+
+        await asyncio.to_thread(upgrade_head, fresh_pg_url)
+        assert (await client.get("/readyz")).status_code == 200
+
+        await asyncio.to_thread(_downgrade_one, fresh_pg_url)
+        behind = await client.get("/readyz")
+        assert behind.status_code == 503
+        assert "the database schema is at" in behind.json()["detail"]
+
+
+def _downgrade_one(url: str) -> None:
+    command.downgrade(alembic_config(url), "-1")
+
+
+def test_migrate_works_from_the_built_wheel_alone(fresh_pg_url: str, tmp_path: Path) -> None:
+    """The wheel carries the migrations: unpacked away from the source tree, it migrates a database."""
+    source = tmp_path / "src"
+    shutil.copytree(PROJECT_ROOT / "app", source / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT_ROOT / name, source / name)
+    uv = Path(sys.executable).parent / "uv"
+    build = [str(uv), "build", "--wheel", "-q", "-o", str(tmp_path / "dist"), str(source)]
+    subprocess.run(build, check=True, timeout=300)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    installed = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(installed)
+    code = "from app.core import migrate; migrate.upgrade_head(sys.argv[1]); print(migrate.__file__)"
+    ran = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(installed)!r}); {code}", fresh_pg_url],
+        check=True,
+        cwd=tmp_path,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    assert ran.stdout.strip() == str(installed / "app" / "core" / "migrate.py")
+    tables, diff, _ = _inspect(fresh_pg_url)
+    assert tables >= ALL_TABLES
+    assert diff == []

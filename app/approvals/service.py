@@ -74,6 +74,7 @@ class ApprovalService:
             raise Conflict("The same approval appears twice in one request")
         async with unit_of_work(self.container.session_factory) as db:
             await self._visible_turn(db, turn_id)  # another tenant's or user's turn: 404 before any wait or lock
+        self.manager.admit()
         # A client may decide as soon as it sees approval.required, while the run is still settling.
         await self.manager.wait(turn_id)
         async with unit_of_work(self.container.session_factory) as db:

@@ -17,6 +17,7 @@ from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
+from app.errors import ServiceUnavailable
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.admission import Admission
@@ -35,6 +36,8 @@ from app.tools.toolbox import LocalTools, ToolBox
 
 log = logging.getLogger(__name__)
 DEFAULT_RUNTIME = "langgraph"
+DRAIN_RETRY_SECONDS = 5
+"""`Retry-After` of a turn refused while draining: by then the load balancer routes to another replica."""
 AUTONOMOUS = "autonomous"
 """An autonomous turn runs on `{runtime}+autonomous`: its agent's runtime wrapped in PLAN / PURSUE."""
 LISTEN_POLL_SECONDS = 2.0
@@ -89,6 +92,8 @@ class TurnManager:
         self.providers = providers
         self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
+        self.draining = False
+        """Set by SIGTERM: readiness fails and new turns are refused while running turns finish."""
         self.lease = RunnerLease(engine, self.recover)
         if listener is not None:
             listener.on_cancel = self._cancel_on_request
@@ -122,6 +127,25 @@ class TurnManager:
     def live(self, turn_id: uuid.UUID) -> TurnStream | None:
         entry = self._live.get(turn_id)
         return entry.stream if entry else None
+
+    def admit(self) -> None:
+        """Refuse a new turn (or a resume) before anything is stored for it, while this replica drains."""
+        if self.draining:
+            raise ServiceUnavailable(
+                "this replica is shutting down; retry (another replica takes the turn)",
+                headers={"Retry-After": str(DRAIN_RETRY_SECONDS)},
+                reason="draining",
+            )
+
+    async def drain(self, grace_seconds: float) -> int:
+        """Stop taking turns and give the running ones `grace_seconds` to end; how many are still running."""
+        self.draining = True
+        tasks = [entry.task for entry in self._live.values()]
+        if tasks:
+            log.info("draining: waiting up to %ss for %d running turn(s)", grace_seconds, len(tasks))
+            _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
+            return len(pending)
+        return 0
 
     def launch(self, run: TurnRun) -> TurnStream:
         stream = TurnStream(

@@ -59,6 +59,7 @@ class TurnService:
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
         finds the turn instead of starting a second one)."""
+        self.manager.admit()
         try:
             run = await self._create(session_id, body, turn_id=turn_id)
         except INTEGRITY_ERRORS as exc:

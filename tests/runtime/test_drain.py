@@ -1,0 +1,82 @@
+"""SIGTERM drains a replica: unready, new turns refused with `Retry-After`, running turns finish, and the
+process keeps answering follow and replay requests until they have (the real CLI in a process)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import httpx
+
+from app.settings import Settings
+from tests.conftest import TEST_SECRET, TokenFactory, make_settings, running_app
+from tests.factories import create_agent, create_session, scripted_config
+from tests.live_server import live_server
+from tests.sse import iter_frames
+from tests.turns.support import slow_session
+
+STREAM_TIMEOUT_SECONDS = 60.0
+WORDS = " ".join(f"word{i}" for i in range(60))
+"""At 50 ms a word: a turn that is still streaming when the SIGTERM arrives, well inside the grace."""
+
+
+async def test_sigterm_lets_the_running_turn_finish_while_refusing_new_ones(
+    database_url: str, tmp_path: Path, tenant: str, auth_headers: TokenFactory
+) -> None:
+    alice = auth_headers(tenant, "alice")
+    env = {"SHUTDOWN_GRACE_SECONDS": "40"}
+    with live_server(database_url, TEST_SECRET, tmp_path, env_overrides=env) as server:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as client:
+            running = await slow_session(client, alice, text=WORDS, delay_ms=50)
+            waiting = await create_session(client, alice, (await create_agent(client, alice, scripted_config()))["id"])
+            async with asyncio.timeout(STREAM_TIMEOUT_SECONDS), client.stream(
+                "POST", f"/sessions/{running['id']}/turns", json={"input": "hi"}, headers=alice
+            ) as response:
+                frames = aiter(iter_frames(response))
+                first = [await anext(frames) for _ in range(3)]
+                server.process.send_signal(signal.SIGTERM)
+                async with asyncio.timeout(10):
+                    while (ready := await client.get("/readyz")).status_code == 200:
+                        await asyncio.sleep(0.05)
+                assert ready.status_code == 503
+                assert ready.json()["reason"] == "draining"
+
+                refused = await client.post(f"/sessions/{waiting['id']}/turns", json={"input": "hi"}, headers=alice)
+                assert refused.status_code == 503
+                assert refused.headers["content-type"] == "application/problem+json"
+                assert int(refused.headers["Retry-After"]) >= 1
+                assert refused.json()["reason"] == "draining"
+
+                turn_id = first[0].data["turn_id"]
+                during = await client.get(f"/turns/{turn_id}", headers=alice)
+                assert during.status_code == 200, "the draining replica still answers reads"
+
+                rest = [frame async for frame in frames]
+            ended = rest[-1]
+            assert ended.event == "turn.ended"
+            assert ended.data["status"] == "completed"
+            assert ended.data["final_output"] == WORDS
+            assert [f.id for f in first + rest] == list(range(1, len(first) + len(rest) + 1))
+            turns = (await client.get(f"/sessions/{waiting['id']}/turns", headers=alice)).json()
+        assert turns["items"] == [], "the refused turn stored nothing"
+        assert server.process.wait(timeout=30) == 0
+
+
+async def test_a_draining_replica_is_unready_and_refuses_a_turn_before_storing_it(
+    database_url: str, tmp_path: Path, tenant: str, auth_headers: TokenFactory
+) -> None:
+    alice = auth_headers(tenant, "alice")
+    settings: Settings = make_settings(database_url, tmp_path)
+    async with running_app(settings) as (app, client):
+        session = await create_session(client, alice, (await create_agent(client, alice, scripted_config()))["id"])
+        assert (await client.get("/readyz")).status_code == 200
+        assert await app.state.container.turns.drain(0) == 0
+        ready = await client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["reason"] == "draining"
+        refused = await client.post(f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers=alice)
+        assert refused.status_code == 503
+        assert refused.headers["Retry-After"] == "5"
+        assert refused.json()["reason"] == "draining"
+        assert (await client.get(f"/sessions/{session['id']}/turns", headers=alice)).json()["items"] == []
