@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span, SpanKind, get_current_span
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -32,8 +32,9 @@ def span_attributes(system: str, statement: str) -> dict[str, str]:
 
 
 def statement_span(system: str, statement: str) -> Any:
-    """The span of one statement (a shared no-op while tracing is off)."""
-    if not tracing.enabled():
+    """The span of one statement inside a trace (a request's, a turn's); a shared no-op while tracing is
+    off or outside any trace, so background polls (schedules, webhooks, sweeps) start no traces."""
+    if not tracing.enabled() or not get_current_span().get_span_context().is_valid:
         return tracing.span("")
     return tracing.span(operation_of(statement), span_attributes(system, statement), kind=SpanKind.CLIENT)
 
