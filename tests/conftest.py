@@ -104,6 +104,18 @@ async def app_and_client(settings: Settings) -> AsyncIterator[tuple[FastAPI, htt
         yield pair
 
 
+@pytest.fixture(params=["postgresql", "sqlite"])
+async def any_backend(
+    request: pytest.FixtureRequest, client: httpx.AsyncClient, tmp_path: Path
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The shared PostgreSQL app, or the same app on a SQLite file of this test's own."""
+    if request.param == "postgresql":
+        yield client
+        return
+    async with running_app(make_settings(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}", tmp_path)) as (_, own):
+        yield own
+
+
 @pytest.fixture
 def app(app_and_client: tuple[FastAPI, httpx.AsyncClient]) -> FastAPI:
     return app_and_client[0]

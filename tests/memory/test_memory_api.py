@@ -1,25 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import httpx
 import pytest
 
-from tests.conftest import TokenFactory, make_settings, running_app
+from tests.conftest import TokenFactory
 from tests.factories import create_agent
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def api(
-    request: pytest.FixtureRequest, client: httpx.AsyncClient, tmp_path: Path
-) -> AsyncIterator[httpx.AsyncClient]:
-    """The shared PostgreSQL app, or the same app on a SQLite file of this test's own."""
-    if request.param == "postgresql":
-        yield client
-        return
-    async with running_app(make_settings(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}", tmp_path)) as (_, own):
-        yield own
+@pytest.fixture
+def api(any_backend: httpx.AsyncClient) -> httpx.AsyncClient:
+    return any_backend
 
 
 async def test_put_creates_then_replaces_and_get_reads_it_back(api: httpx.AsyncClient, alice: dict[str, str]) -> None:

@@ -4,14 +4,11 @@ and SQLite: what happens to a session's active turn when a second message arrive
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import read_turn
 
@@ -19,15 +16,9 @@ ASYNC = {"Prefer": "respond-async"}
 SLOW_REPLY = " ".join(f"w{i}" for i in range(30))
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
-async def api(
-    request: pytest.FixtureRequest, client: httpx.AsyncClient, tmp_path: Path
-) -> AsyncIterator[httpx.AsyncClient]:
-    if request.param == "postgresql":
-        yield client
-        return
-    async with running_app(make_settings(f"sqlite+aiosqlite:///{tmp_path / 'multitask.db'}", tmp_path)) as (_, own):
-        yield own
+@pytest.fixture
+def api(any_backend: httpx.AsyncClient) -> httpx.AsyncClient:
+    return any_backend
 
 
 async def _session(api: httpx.AsyncClient, headers: dict[str, str], *steps: dict[str, Any], **extra: Any) -> str:
