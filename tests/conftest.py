@@ -10,7 +10,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,10 @@ def _dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-@pytest.fixture(scope="session")
-def database_url() -> Iterator[str]:
-    name = f"agent_runtime_test_{uuid.uuid4().hex[:10]}"
+@contextmanager
+def migrated_database(prefix: str) -> Iterator[str]:
+    """A PostgreSQL database of its own, migrated to head, dropped afterwards; yields its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = _dsn(BASE_URL)
 
     async def run(sql: str) -> None:
@@ -57,6 +58,12 @@ def database_url() -> Iterator[str]:
         yield url
     finally:
         asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    with migrated_database("agent_runtime_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -16,21 +16,16 @@ which the spec documents.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
-from sqlalchemy.engine import make_url
 
 from app.auth.verify import mint_user_token
-from app.core.migrate import upgrade_head
-from tests.conftest import BASE_URL, TEST_SECRET
+from tests.conftest import TEST_SECRET, migrated_database
 from tests.live_server import LiveServer, live_server
 
 SEED = 20261130
@@ -45,29 +40,11 @@ stay readable, with their history)."""
 LOGGED_ERRORS = ('"level":"error"', '"level":"critical"', "Traceback (most recent call last)")
 
 
-def _admin_dsn() -> str:
-    return make_url(BASE_URL).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 @pytest.fixture(scope="module")
 def fresh_database_url() -> Iterator[str]:
     """A database of its own: the fuzzer writes thousands of rows no other test should see."""
-    name = f"agent_runtime_fuzz_{uuid.uuid4().hex[:10]}"
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(_admin_dsn())
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-    url = make_url(BASE_URL).set(database=name).render_as_string(hide_password=False)
-    try:
-        upgrade_head(url)
+    with migrated_database("agent_runtime_fuzz") as url:
         yield url
-    finally:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="module")
