@@ -85,6 +85,11 @@ class Continued:
     reason: ContinueReason
     last_durable_seq: int
     """The highest seq stored of the turn: events a client saw above it were lost with the dead run."""
+    stored_tool_events: frozenset[tuple[str, str]] = frozenset()
+    """(type, tool_call_id) of the turn's stored `tool_call.requested` / `tool_call.completed` events: a
+    continuing run emits again the ones the lost run emitted but never stored, and only those."""
+    input_judged: bool = False
+    """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 
 
 @dataclass(slots=True)
