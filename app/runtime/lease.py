@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
-from sqlalchemy import Select, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Select, and_, delete, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -45,6 +45,8 @@ LEASE_SECONDS = 10.0
 QUEUE_SWEEP_EVERY = 5
 """Stalled queues are looked at every fifth sweep (~10 s): they wait on a dead replica's enqueuer only."""
 LOCK_CHECK_SECONDS = 2.0
+RUNNING = literal_column("'running'")
+"""Written into the statement, not bound: a generic plan can then still use the partial index on running turns."""
 
 
 def lock_key(runner_id: uuid.UUID) -> int:
@@ -74,7 +76,7 @@ def orphaned_turns(
     return (
         select(Turn.id, Turn.tenant_id, Turn.runner_id, Turn.handed_over)
         .outerjoin(Runner, Runner.id == Turn.runner_id)
-        .where(Turn.status == "running", Turn.runner_id.is_distinct_from(me), dead)
+        .where(Turn.status == RUNNING, Turn.runner_id.is_distinct_from(me), dead)
     )
 
 

@@ -8,13 +8,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 from fastapi import FastAPI
 from sqlalchemy import insert, select, update
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.sql import Query, asyncpg_dsn
 from app.models import Runner, Turn
 from app.models.base import utcnow
+from app.runtime.lease import orphaned_turns
 from tests.conftest import make_settings, running_app
 from tests.turns.support import scripted_session, wait_for_status
 
@@ -67,3 +71,16 @@ async def test_the_service_registers_its_runner_and_beats(app: FastAPI, sql: Asy
         beat = await conn.scalar(select(Runner.heartbeat_at).where(Runner.id == manager.runner_id))
     assert beat is not None
     assert utcnow() - beat < timedelta(minutes=1)
+
+
+async def test_the_sweep_finds_running_turns_through_their_partial_index(database_url: str) -> None:
+    """Every replica sweeps every 2 s: the query must be able to read only the running turns' index."""
+    query = Query(orphaned_turns(uuid.uuid4(), postgresql=True))
+    conn = await asyncpg.connect(asyncpg_dsn(make_url(database_url)))
+    try:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL enable_seqscan = off")  # a small test table would be scanned anyway
+            plan = "\n".join(row[0] for row in await conn.fetch("EXPLAIN " + query.sql, *query.args({})))
+    finally:
+        await conn.close()
+    assert "ix_turns_running_runner" in plan, plan
