@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
-from sqlalchemy import Select, and_, delete, func, insert, literal_column, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, delete, func, insert, literal_column, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -45,7 +45,7 @@ LEASE_SECONDS = 10.0
 QUEUE_SWEEP_EVERY = 5
 """Stalled queues are looked at every fifth sweep (~10 s): they wait on a dead replica's enqueuer only."""
 LOCK_CHECK_SECONDS = 2.0
-RUNNING = literal_column("'running'")
+RUNNING: ColumnElement[str] = literal_column("'running'")
 """Written into the statement, not bound: a generic plan can then still use the partial index on running turns."""
 
 
