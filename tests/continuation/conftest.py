@@ -20,7 +20,7 @@ from tests.continuation.support import TEAM
 from tests.idempotent_gateway import IdempotentGateway, serve_idempotent_gateway
 from tests.live_server import LiveServer, spawn_server
 
-GRACE_SECONDS = 3
+GRACE_SECONDS = 4
 """SHUTDOWN_GRACE_SECONDS of the replicas: short turns finish inside it, long ones are handed over."""
 CLIENT_TIMEOUT_SECONDS = 60.0
 
