@@ -9,12 +9,14 @@ stored, an approved call running), and the client follows the rest on B.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.continuation.support import (
+    WAIT_SECONDS,
     Follower,
     assert_gapless,
     batch,
@@ -27,7 +29,6 @@ from tests.continuation.support import (
     one_ending,
     reconnect,
     replay,
-    seen,
     wait_for,
 )
 from tests.idempotent_gateway import IdempotentGateway, wait_reached
@@ -35,7 +36,10 @@ from tests.live_server import LiveServer
 from tests.sse import Frame
 from tests.turns.support import get_turn
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.xfail(run=False, reason="waits for the continuation engine of issue #17 (branch cont)"),
+]
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 DELAY_MS = 100
@@ -50,16 +54,43 @@ NEEDS_A_HUMAN = {
 }
 
 
+@dataclass
+class Out:
+    """A call the gateway holds: its title, its idempotency key."""
+
+    gateway: IdempotentGateway
+    title: str
+    key: str
+
+    def __post_init__(self) -> None:
+        self.hold = self.gateway.effects.hold(self.title)
+
+
 def start_turn(client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any]) -> Follower:
     return Follower(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers)
 
 
 async def kill(replica: LiveServer, follower: Follower) -> None:
-    """SIGKILL the replica the client follows; its stream breaks without a `turn.ended`."""
+    """SIGKILL the replica the client follows (once the client has seen an event: it reconnects from
+    there); its stream breaks without a `turn.ended`."""
+    await follower.until(lambda f: bool(f.frames), "a first event")
     replica.kill()
     await follower.ended()
     assert follower.broken, "the killed replica's stream must break, not end"
     assert not follower.of("turn.ended")
+
+
+async def kill_while_out(
+    replica: LiveServer, follower: Follower, survivor: httpx.AsyncClient, headers: dict[str, str], out: Out
+) -> Follower:
+    """Kill the replica while `out`'s call is held at the gateway; the survivor must re-send it under
+    its key (the test then lets it through). The survivor's stream, to its end."""
+    await wait_reached(out.hold, timeout=WAIT_SECONDS)
+    await kill(replica, follower)
+    rest = reconnect(survivor, headers, follower)
+    await wait_for(lambda: out.gateway.effects.sent(out.key) == 2, "the survivor re-sending the call that was out")
+    out.gateway.effects.release(out.title)
+    return await rest.ended()
 
 
 def resumed_on_b(before: Follower, after: Follower) -> dict[str, Any]:
@@ -100,24 +131,20 @@ async def test_a_call_not_yet_sent_when_its_replica_dies_is_sent_once_by_the_oth
     replicas: list[LiveServer], clients: list[httpx.AsyncClient], alice: dict[str, str], gateway: IdempotentGateway
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
-    held = gateway.effects.hold("held")
     session = await gateway_session(on_a, alice, batch("held", "later"), {"text": "both filed"})
-    held_key, later_key = key_of(session, FIRST_BATCH, "call_0_0"), key_of(session, FIRST_BATCH, "call_0_1")
+    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_0"))
+    later_key = key_of(session, FIRST_BATCH, "call_0_1")
     follower = start_turn(on_a, alice, session)
-    await wait_reached(held, timeout=60)
-    assert gateway.effects.sent(later_key) == 0, "the second call waits for the first"
+    await wait_reached(held.hold, timeout=WAIT_SECONDS)
+    assert gateway.effects.sent(later_key) == 0, "A sends the batch in order: the second call waits"
 
-    await kill(a, follower)
-    rest = reconnect(on_b, alice, follower)
-    await wait_for(lambda: gateway.effects.sent(held_key) == 2, "B re-sending the call that was out")
-    gateway.effects.release("held")
-    await rest.ended()
+    rest = await kill_while_out(a, follower, on_b, alice, held)
 
+    assert gateway.effects.sent(later_key) == 1
     resumed_on_b(follower, rest)
     view = drop_rule(follower.frames + rest.frames)
     assert one_ending(view)["status"] == "completed"
-    assert gateway.effects.sent(later_key) == 1
-    assert gateway.effects.per_key() == {held_key: 1, later_key: 1}
+    assert gateway.effects.per_key() == {held.key: 1, later_key: 1}
     assert results(view) == {"call_0_0": "created issue: held", "call_0_1": "created issue: later"}
 
 
@@ -125,25 +152,20 @@ async def test_a_call_out_at_the_gateway_when_its_replica_dies_is_re_sent_under_
     replicas: list[LiveServer], clients: list[httpx.AsyncClient], alice: dict[str, str], gateway: IdempotentGateway
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
-    held = gateway.effects.hold("held")
     session = await gateway_session(on_a, alice, batch("done before", "held"), {"text": "both filed"})
-    done_key, held_key = key_of(session, FIRST_BATCH, "call_0_0"), key_of(session, FIRST_BATCH, "call_0_1")
+    done_key = key_of(session, FIRST_BATCH, "call_0_0")
+    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_1"))
     follower = start_turn(on_a, alice, session)
-    await wait_reached(held, timeout=60)
 
-    await kill(a, follower)
-    rest = reconnect(on_b, alice, follower)
-    await wait_for(lambda: gateway.effects.sent(held_key) == 2, "B re-sending the call that was out")
-    gateway.effects.release("held")
-    await rest.ended()
+    rest = await kill_while_out(a, follower, on_b, alice, held)
 
     resumed_on_b(follower, rest)
     view = drop_rule(follower.frames + rest.frames)
     assert one_ending(view)["status"] == "completed"
     assert gateway.effects.sent(done_key) == 1, "a completed call is never sent again"
-    re_sent = [r for r in gateway.gateway.rpc("tools/call") if r.idempotency_key == held_key]
+    re_sent = [r for r in gateway.gateway.rpc("tools/call") if r.idempotency_key == held.key]
     assert [r.tool_arguments for r in re_sent] == [{"title": "held"}, {"title": "held"}]
-    assert gateway.effects.per_key() == {done_key: 1, held_key: 1}
+    assert gateway.effects.per_key() == {done_key: 1, held.key: 1}
     assert results(view)["call_0_1"] == "created issue: held"
 
 
@@ -188,21 +210,16 @@ async def test_a_replica_killed_while_resuming_an_approval_is_continued_without_
     interrupted = await start_turn(on_a, alice, session).ended()
     assert one_ending(interrupted.frames)["status"] == "interrupted"
     [required] = interrupted.of("approval.required")
-    held = gateway.effects.hold("approved") if kill_point == "approved call out" else None
+    out = Out(gateway, "approved", key) if kill_point == "approved call out" else None
 
     url = f"/approvals/{required.data['approval_id']}"
     follower = Follower(on_a, "POST", url, json={"decision": "approve"}, headers=alice)
-    if held is not None:
-        await wait_reached(held, timeout=60)
+    if out is not None:
+        rest = await kill_while_out(a, follower, on_b, alice, out)
     else:
         await ledger_outcome_stored(replica_sql, key)
-    await follower.until(seen("turn.started"), "the resumed run's first event")
-    await kill(a, follower)
-    rest = reconnect(on_b, alice, follower)
-    if held is not None:
-        await wait_for(lambda: gateway.effects.sent(key) == 2, "B re-sending the approved call")
-        gateway.effects.release("approved")
-    await rest.ended()
+        await kill(a, follower)
+        rest = await reconnect(on_b, alice, follower).ended()
 
     resumed_on_b(follower, rest)
     ended = one_ending(drop_rule(follower.frames + rest.frames))
@@ -211,7 +228,7 @@ async def test_a_replica_killed_while_resuming_an_approval_is_continued_without_
     approvals = (await on_b.get("/approvals", params={"session_id": session["id"]}, headers=alice)).json()
     assert [(item["id"], item["status"]) for item in approvals["items"]] == [(required.data["approval_id"], "approved")]
     assert gateway.effects.per_key() == {key: 1}
-    assert gateway.effects.sent(key) == (2 if held is not None else 1)
+    assert gateway.effects.sent(key) == (2 if out is not None else 1)
 
 
 @pytest.mark.parametrize("kill_point", ["model streaming", "tool call out"])
@@ -226,19 +243,14 @@ async def test_the_reconnected_client_sees_the_stream_of_a_run_without_the_crash
     steps = [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}, batch("held"),
              {"text": WORDS}]
     session = await gateway_session(on_a, alice, *steps, delay_ms=DELAY_MS)
-    held = gateway.effects.hold("held") if kill_point == "tool call out" else None
+    out = Out(gateway, "held", key_of(session, 1, "call_1_0")) if kill_point == "tool call out" else None
     follower = start_turn(on_a, alice, session)
-    if held is not None:
-        await wait_reached(held, timeout=60)
+    if out is not None:
+        rest = await kill_while_out(a, follower, on_b, alice, out)
     else:
         await follower.until(deltas(3), "text streaming on A")
-
-    await kill(a, follower)
-    rest = reconnect(on_b, alice, follower)
-    if held is not None:
-        await wait_for(lambda: gateway.effects.sent(key_of(session, 1, "call_1_0")) == 2, "B re-sending the call")
-        gateway.effects.release("held")
-    await rest.ended()
+        await kill(a, follower)
+        rest = await reconnect(on_b, alice, follower).ended()
 
     resumed_on_b(follower, rest)
     view = drop_rule(follower.frames + rest.frames)
