@@ -26,7 +26,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.sse import encode_frame
 from app.models import Turn, TurnEvent
+from tests.factories import scripted_config
 
+TOOL_THEN_ANSWER = scripted_config(
+    {"text": "Let me ask the echo tool.", "tool_calls": [{"name": "echo", "arguments": {"text": "hello"}}]},
+    {"text": "The echo said hello."},
+)
+"""An agent whose turn the clients' hand-over tests cut in its first reply (`HandOver(durable=2, lost=13)`
+loses the rest of that reply, its tool call and the call's result)."""
 CEILING_BLOCK = 256
 RETRY_MS = 50
 NEW_TURN = re.compile(r"^/sessions/[^/]+/turns$")

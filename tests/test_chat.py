@@ -17,7 +17,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
 from tests.factories import create_agent, create_session, scripted_config
-from tests.handover import HandOver, HandOverApp
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
 from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 CONFIG = scripted_config(
@@ -92,10 +92,6 @@ async def test_chat_with_agent_creates_a_session(settings: Settings, alice: dict
     assert "Hello from a new session." in out
 
 
-TOOL_THEN_ANSWER = scripted_config(
-    {"text": "Let me ask the echo tool.", "tool_calls": [{"name": "echo", "arguments": {"text": "hello"}}]},
-    {"text": "The echo said hello."},
-)
 
 
 async def _assistant_texts(base_url: str, headers: dict[str, str], session_id: str) -> list[str]:

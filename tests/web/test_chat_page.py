@@ -27,8 +27,7 @@ from app.auth.verify import mint_user_token
 from app.main import create_app
 from app.settings import AuthSettings, Settings
 from tests.conftest import make_settings
-from tests.factories import scripted_config
-from tests.handover import HandOver, HandOverApp
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
 from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,10 +35,6 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
 STEP_TIMEOUT_MS = 20_000
 WORDS = [f"w{i}" for i in range(80)]
-TOOL_THEN_ANSWER = scripted_config(
-    {"text": "Let me ask the echo tool.", "tool_calls": [{"name": "echo", "arguments": {"text": "hello"}}]},
-    {"text": "The echo said hello."},
-)
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="`make test` installs Debian's chromium first")
 
