@@ -9,17 +9,16 @@ No database, no graph, no auth: `POST /turns {"message": …}` streams each text
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from openai import AsyncOpenAI
-from sse_starlette import EventSourceResponse
 
 from bench.floor_server import MAX_ROUNDS, _tool_output
+from bench.serving import floor_app, serve_floor
 
 MODEL = "gpt-mock"
 ECHO_FUNCTION: dict[str, Any] = {
@@ -71,33 +70,13 @@ async def _turn(client: AsyncOpenAI, text: str) -> AsyncIterator[dict[str, str]]
 
 
 def build_app(mock_url: str) -> FastAPI:
-    app = FastAPI()
     client = AsyncOpenAI(base_url=mock_url, api_key="x", max_retries=0)
-
-    @app.get("/health")
-    async def health() -> dict[str, bool]:
-        return {"ok": True}
-
-    @app.post("/turns")
-    async def turns(request: Request) -> EventSourceResponse:
-        try:
-            body = orjson.loads(await request.body())
-        except orjson.JSONDecodeError:
-            body = {}
-        message = body.get("message", "hi") if isinstance(body, dict) else "hi"
-        return EventSourceResponse(_turn(client, str(message)), ping=600)
-
-    return app
+    return floor_app(lambda message: _turn(client, message))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.floor_openai", description=__doc__)
-    parser.add_argument("--port", type=int, default=8101)
-    parser.add_argument("--mock", default="http://127.0.0.1:8998/v1")
-    args = parser.parse_args(argv)
-    import uvicorn
-
-    uvicorn.run(build_app(args.mock), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    mock = "http://127.0.0.1:8998/v1"
+    serve_floor(build_app, prog="python -m bench.floor_openai", doc=__doc__, port=8101, mock=mock, argv=argv)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@ are what the bench reports.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from anthropic import AsyncAnthropic
-from fastapi import FastAPI, Request
-from sse_starlette import EventSourceResponse
+from fastapi import FastAPI
+
+from bench.serving import floor_app, serve_floor
 
 MODEL = "claude-mock"
 MAX_ROUNDS = 4
@@ -60,33 +60,14 @@ async def _turn(client: AsyncAnthropic, text: str) -> AsyncIterator[dict[str, st
 
 
 def build_app(mock_url: str) -> FastAPI:
-    app = FastAPI()
     client = AsyncAnthropic(base_url=mock_url, api_key="x", max_retries=0)
-
-    @app.get("/health")
-    async def health() -> dict[str, bool]:
-        return {"ok": True}
-
-    @app.post("/turns")
-    async def turns(request: Request) -> EventSourceResponse:
-        try:
-            body = orjson.loads(await request.body())
-        except orjson.JSONDecodeError:
-            body = {}
-        message = body.get("message", "hi") if isinstance(body, dict) else "hi"
-        return EventSourceResponse(_turn(client, str(message)), ping=600)
-
-    return app
+    return floor_app(lambda message: _turn(client, message))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.floor_server", description=__doc__)
-    parser.add_argument("--port", type=int, default=8100)
-    parser.add_argument("--mock", default="http://127.0.0.1:8999")
-    args = parser.parse_args(argv)
-    import uvicorn
-
-    uvicorn.run(build_app(args.mock), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    serve_floor(
+        build_app, prog="python -m bench.floor_server", doc=__doc__, port=8100, mock="http://127.0.0.1:8999", argv=argv
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ With `--tool-mode`, a request that offers a tool named `echo` and ends with a pl
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
@@ -23,7 +22,8 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+
+from bench.serving import mock_app, serve_mock
 
 TOOL_NAME = "echo"
 TOOL_INPUT = {"text": "hello from mock"}
@@ -135,25 +135,11 @@ class MockAnthropic:
 
 def build_app(behaviour: Behaviour) -> Starlette:
     mock = MockAnthropic(behaviour)
-    return Starlette(
-        routes=[
-            Route("/v1/messages", mock.messages, methods=["POST"]),
-            Route("/health", mock.health, methods=["GET"]),
-        ]
-    )
+    return mock_app("/v1/messages", mock.messages, mock)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.mock_anthropic", description=__doc__)
-    parser.add_argument("--port", type=int, default=8999)
-    parser.add_argument("--tokens", type=int, default=50)
-    parser.add_argument("--delay-ms", type=float, default=0.0)
-    parser.add_argument("--tool-mode", action="store_true")
-    args = parser.parse_args(argv)
-    import uvicorn
-
-    app = build_app(Behaviour(tokens=args.tokens, delay_ms=args.delay_ms, tool_mode=args.tool_mode))
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    serve_mock(build_app, Behaviour, prog="python -m bench.mock_anthropic", doc=__doc__, port=8999, argv=argv)
 
 
 if __name__ == "__main__":

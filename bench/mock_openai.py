@@ -11,7 +11,6 @@ fragments; the request carrying its `tool` result gets text. `GET /health` for r
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
@@ -21,9 +20,9 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from bench.mock_anthropic import TOOL_INPUT, TOOL_NAME, Behaviour, _prompt_tokens, _words
+from bench.serving import mock_app, serve_mock
 
 _ids = itertools.count(1)
 
@@ -92,25 +91,11 @@ class MockOpenAI:
 
 def build_app(behaviour: Behaviour) -> Starlette:
     mock = MockOpenAI(behaviour)
-    return Starlette(
-        routes=[
-            Route("/v1/chat/completions", mock.completions, methods=["POST"]),
-            Route("/health", mock.health, methods=["GET"]),
-        ]
-    )
+    return mock_app("/v1/chat/completions", mock.completions, mock)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.mock_openai", description=__doc__)
-    parser.add_argument("--port", type=int, default=8998)
-    parser.add_argument("--tokens", type=int, default=50)
-    parser.add_argument("--delay-ms", type=float, default=0.0)
-    parser.add_argument("--tool-mode", action="store_true")
-    args = parser.parse_args(argv)
-    import uvicorn
-
-    app = build_app(Behaviour(tokens=args.tokens, delay_ms=args.delay_ms, tool_mode=args.tool_mode))
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    serve_mock(build_app, Behaviour, prog="python -m bench.mock_openai", doc=__doc__, port=8998, argv=argv)
 
 
 if __name__ == "__main__":

@@ -20,22 +20,13 @@ from app.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
-    TextDelta,
     ToolCall,
     ToolSpec,
 )
+from tests.providers.kit import CALCULATOR, collect
 
 BASE_URL = "https://api.anthropic.test"
 API_KEY = "sk-ant-api03-test-SECRET-0123456789abcdef"
-CALCULATOR = ToolSpec(
-    name="calculator",
-    description="Evaluate arithmetic.",
-    input_schema={
-        "type": "object",
-        "properties": {"expression": {"type": "string"}},
-        "required": ["expression"],
-    },
-)
 
 
 def sse(*events: dict[str, Any]) -> bytes:
@@ -153,19 +144,6 @@ def model_request(
     )
 
 
-async def collect(provider: AnthropicProvider, request: ModelRequest) -> tuple[list[str], ModelResponse]:
-    deltas: list[str] = []
-    responses: list[ModelResponse] = []
-    async for event in provider.stream(request):
-        if isinstance(event, TextDelta):
-            assert not responses, "a delta arrived after the ModelResponse"
-            deltas.append(event.text)
-        else:
-            responses.append(event)
-    assert len(responses) == 1
-    return deltas, responses[0]
-
-
 async def test_text_deltas_concatenate_to_the_final_text_and_usage_comes_from_the_final_message(
     api: FakeAnthropicApi, provider: AnthropicProvider
 ) -> None:
@@ -201,9 +179,7 @@ async def test_tool_use_round_trip_parses_streamed_arguments_and_sends_the_resul
             *message_end("tool_use", 30),
         )
     )
-    api.responses.append(
-        stream_response(message_start(), *text_block(0, ["It is 4."]), *message_end("end_turn", 5))
-    )
+    api.responses.append(stream_response(message_start(), *text_block(0, ["It is 4."]), *message_end("end_turn", 5)))
     question = ChatMessage(role="user", content="What is 2+2?")
 
     _, first = await collect(provider, model_request([question], tools=[CALCULATOR]))
@@ -232,9 +208,7 @@ async def test_tool_use_round_trip_parses_streamed_arguments_and_sends_the_resul
         },
         {
             "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_01", "content": "4", "is_error": False}
-            ],
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "4", "is_error": False}],
         },
     ]
     expected_tool = {

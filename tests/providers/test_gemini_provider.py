@@ -6,7 +6,6 @@ The SDK is handed the service's `httpx` clients (app/providers/clients.py), whic
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,21 +13,16 @@ import httpx
 import pytest
 import respx
 
-from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolCall, ToolSpec
+from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
 from app.providers.clients import ClientOptions, Endpoint, ProviderClients
 from app.providers.gemini_messages import SKIP_SIGNATURE
 from app.providers.usage import estimated_usage
 from tests.providers.gemini_wire import MODEL, call, chunk, error_body, sse, stream_path, text
+from tests.providers.kit import CALCULATOR, ECHO, chat_request, collect, event_stream, sent
 
 BASE_URL = "https://gemini.example.test"
 API_KEY = "AIzaSyTEST-0123456789abcdefghijklmnopqrs"
 URL = f"{BASE_URL}{stream_path()}"
-CALCULATOR = ToolSpec(
-    "calculator",
-    "Evaluate arithmetic.",
-    {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
-)
-ECHO = ToolSpec("echo", "Echo text.", {"type": "object", "properties": {"text": {"type": "string"}}})
 
 
 @pytest.fixture
@@ -39,39 +33,15 @@ async def clients() -> AsyncIterator[ProviderClients]:
 
 
 def request(messages: list[ChatMessage] | None = None, tools: list[ToolSpec] | None = None) -> ModelRequest:
-    return ModelRequest(
-        model={"provider": "gemini", "name": MODEL},
-        system="You are terse.",
-        messages=messages or [ChatMessage(role="user", content="hi")],
-        tools=tools or [],
-        max_tokens=300,
-    )
+    return chat_request({"provider": "gemini", "name": MODEL}, messages, tools, max_tokens=300)
 
 
 def stream_reply(chunks: list[dict[str, Any]]) -> httpx.Response:
-    return httpx.Response(200, content=sse(chunks), headers={"content-type": "text/event-stream"})
-
-
-async def collect(provider: Any, req: ModelRequest) -> tuple[list[str], ModelResponse]:
-    deltas: list[str] = []
-    responses: list[ModelResponse] = []
-    async for event in provider.stream(req):
-        if isinstance(event, TextDelta):
-            assert not responses
-            deltas.append(event.text)
-        else:
-            responses.append(event)
-    assert len(responses) == 1
-    return deltas, responses[0]
+    return event_stream(sse(chunks))
 
 
 def gemini(clients: ProviderClients) -> Any:
     return clients.provider(Endpoint("gemini", API_KEY, BASE_URL))
-
-
-def sent(route: respx.Route, index: int = -1) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls[index].request.content)
-    return body
 
 
 @respx.mock

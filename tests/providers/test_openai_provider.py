@@ -6,7 +6,6 @@ intercepts: every request goes through the SDK's real serialisation, SSE parsing
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,9 +13,11 @@ import httpx
 import pytest
 import respx
 
-from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta, ToolCall, ToolSpec
+from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, ToolCall, ToolSpec
 from app.providers.clients import ClientOptions, Endpoint, ProviderClients
 from app.providers.usage import estimated_usage
+from tests.providers.kit import CALCULATOR, ECHO, chat_request, event_stream, sent
+from tests.providers.kit import collect as collect_stream
 from tests.providers.openai_wire import (
     MODEL,
     chunk,
@@ -29,12 +30,6 @@ from tests.providers.openai_wire import (
 
 BASE_URL = "https://llm.example.test/v1"
 API_KEY = "sk-proj-TEST-0123456789abcdefSECRET"
-CALCULATOR = ToolSpec(
-    "calculator",
-    "Evaluate arithmetic.",
-    {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
-)
-ECHO = ToolSpec("echo", "Echo text.", {"type": "object", "properties": {"text": {"type": "string"}}})
 
 
 @pytest.fixture
@@ -45,45 +40,22 @@ async def clients() -> AsyncIterator[ProviderClients]:
 
 
 def request(messages: list[ChatMessage] | None = None, tools: list[ToolSpec] | None = None) -> ModelRequest:
-    return ModelRequest(
-        model={"provider": "openai", "name": MODEL},
-        system="You are terse.",
-        messages=messages or [ChatMessage(role="user", content="hi")],
-        tools=tools or [],
-        max_tokens=256,
-    )
+    return chat_request({"provider": "openai", "name": MODEL}, messages, tools, max_tokens=256)
 
 
 def stream_reply(chunks: list[dict[str, Any]]) -> httpx.Response:
-    return httpx.Response(200, content=sse(chunks), headers={"content-type": "text/event-stream"})
+    return event_stream(sse(chunks))
 
 
 async def collect(clients: ProviderClients, req: ModelRequest, *, base_url: str | None = BASE_URL,
                   ) -> tuple[list[str], ModelResponse]:  # fmt: skip
-    provider = clients.provider(Endpoint("openai", API_KEY, base_url))
-    deltas: list[str] = []
-    responses: list[ModelResponse] = []
-    async for event in provider.stream(req):
-        if isinstance(event, TextDelta):
-            assert not responses
-            deltas.append(event.text)
-        else:
-            responses.append(event)
-    assert len(responses) == 1
-    return deltas, responses[0]
-
-
-def sent(route: respx.Route) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls.last.request.content)
-    return body
+    return await collect_stream(clients.provider(Endpoint("openai", API_KEY, base_url)), req)
 
 
 @respx.mock
 async def test_text_streams_as_deltas_and_usage_comes_from_the_final_chunk(clients: ProviderClients) -> None:
     route = respx.post(f"{BASE_URL}/chat/completions").mock(
-        return_value=stream_reply(
-            [*text_chunks("Hel", "lo, ", "world."), chunk(finish="stop"), usage_chunk(17, 4)]
-        )
+        return_value=stream_reply([*text_chunks("Hel", "lo, ", "world."), chunk(finish="stop"), usage_chunk(17, 4)])
     )
 
     deltas, response = await collect(clients, request())
