@@ -14,17 +14,11 @@ from collections.abc import AsyncIterator
 from app.autonomy.journal import StepJournal
 from app.autonomy.plan import PLAN_INSTRUCTION, Plan, PlanInvalid, Step, parse_plan
 from app.autonomy.tools import PlanTools
-from app.providers.base import ChatMessage, ModelRequest, ModelResponse, ProviderError, TextDelta
-from app.runtime.events import (
-    MessageCompleted,
-    MessageDelta,
-    PlanCreated,
-    PlanStepCompleted,
-    PlanStepStarted,
-    PlanTodo,
-    UsageEvent,
-)
-from app.runtime.journal import ModelUsage, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.governance.budget import Budget, Spent, exceeded, spent_reason
+from app.graph.governed_call import CallGovernance, Refused, Unanswered, governed_call
+from app.providers.base import ChatMessage, ModelRequest, ModelResponse
+from app.runtime.events import PlanCreated, PlanStepCompleted, PlanStepStarted, PlanTodo
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 
 SUMMARY_INSTRUCTION = "Every step of the plan has run. Write the closing summary of what was done for the user."
 STEP_STATUS = {"completed": "done"}
@@ -46,6 +40,13 @@ class _Totals:
             last_text=self.last_text,
             **outcome,  # type: ignore[arg-type]
         )
+
+    def spent(self) -> Spent:
+        return Spent(self.input_tokens, self.output_tokens, self.loop_count)
+
+    def add(self, input_tokens: int, output_tokens: int) -> None:
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
 
 
 class AutonomousRuntime:
@@ -69,6 +70,10 @@ class AutonomousRuntime:
             started = sum(1 for s in plan.steps if s.status != "pending")
             if not resuming and started >= max(run.max_steps, 1):
                 yield totals.progress(status="loop_limit", final_output=plan.outputs() or None)
+                return
+            if not resuming and (reason := spent_reason(_budget(run), totals.spent())) is not None:
+                error = exceeded("budget_exceeded", reason, totals.spent())
+                yield totals.progress(status="budget_exceeded", error=error, final_output=plan.outputs() or None)
                 return
             if not resuming:
                 step.status = "running"
@@ -104,10 +109,9 @@ class AutonomousRuntime:
         """The PLAN call (retried once with the validation error); None once `plan.created` is out."""
         messages = [*run.history]
         for attempt in range(2):
-            try:
-                response = await self._call(run, services, journal, totals, PLAN_INSTRUCTION, messages)
-            except ProviderError as exc:
-                return totals.progress(status="failed", error={"code": exc.code, "message": exc.message})
+            response = await self._call(run, services, journal, totals, PLAN_INSTRUCTION, messages)
+            if isinstance(response, Progress):
+                return dataclasses.replace(response, final_output=None, last_text="")  # a plan is no result
             try:
                 titles = parse_plan(response.text)
             except PlanInvalid as exc:
@@ -134,10 +138,9 @@ class AutonomousRuntime:
     ) -> Progress:
         outline = f"The plan:\n{plan.outline(None)}\n\nThe steps' outputs:\n{plan.outputs()}"
         messages = [*run.history, ChatMessage(role="user", content=outline)]
-        try:
-            response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages)
-        except ProviderError as exc:
-            return totals.progress(status="failed", error={"code": exc.code, "message": exc.message})
+        response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages)
+        if isinstance(response, Progress):
+            return response if response.final_output else dataclasses.replace(response, final_output=plan.outputs())
         return totals.progress(status="completed", final_output=response.text)
 
     async def _call(
@@ -148,38 +151,37 @@ class AutonomousRuntime:
         totals: _Totals,
         system: str,
         messages: list[ChatMessage],
-    ) -> ModelResponse:
-        """One model call outside the loop (plan, summary): streamed, counted and recorded like the loop's."""
+    ) -> ModelResponse | Progress:
+        """One model call outside the loop (plan, summary), governed and recorded like the loop's.
+
+        A `Progress` with an outcome instead of the reply: the budget or the quota refused the call
+        (`budget_exceeded`), the provider failed it, or the reply spent the budget (its text is the
+        partial result, like a loop's reply).
+        """
         model = run.snapshot["model"]
-        remaining = max(run.max_output_tokens - totals.output_tokens, 1)
         request = ModelRequest(
             model=model,
             system=system,
             messages=messages,
             tools=[],
-            max_tokens=min(int(model.get("max_tokens", 1024)), remaining),
+            max_tokens=int(model.get("max_tokens", 1024)),
             call_index=totals.calls,
         )
-        response: ModelResponse | None = None
-        async for item in services.provider.stream(request):
-            if isinstance(item, TextDelta):
-                journal.event(MessageDelta(text=item.text))
-            else:
-                response = item
-                break
-        if response is None:
-            raise ProviderError("provider_error", "the model stream ended without a response")
+        spent = totals.spent()
+        governance = CallGovernance(_budget(run), spent, services.quota)
+        outcome = await governed_call(request, governance, provider=services.provider, journal=journal, kind="plan")
+        if isinstance(outcome, Refused):
+            return totals.progress(status="budget_exceeded", error=exceeded(outcome.code, outcome.reason, spent))
+        if isinstance(outcome, Unanswered):
+            totals.add(outcome.usage.input_tokens, outcome.usage.output_tokens)
+            return totals.progress(status="failed", error={"code": outcome.code, "message": outcome.message})
+        response = outcome.response
         totals.calls += 1
-        totals.input_tokens += response.input_tokens
-        totals.output_tokens += response.output_tokens
+        totals.add(response.input_tokens, response.output_tokens)
         totals.last_text = response.text
-        journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
-        journal.event(UsageEvent(input_tokens=response.input_tokens, output_tokens=response.output_tokens, kind="plan"))
-        name = str(model.get("name") or model["provider"])
-        journal.assistant_message(
-            ChatMessage(role="assistant", content=response.text),
-            ModelUsage(name, response.input_tokens, response.output_tokens, kind="plan"),
-        )
+        if outcome.over is not None:
+            error = exceeded("budget_exceeded", outcome.over, totals.spent())
+            return totals.progress(status="budget_exceeded", error=error, final_output=response.text or None)
         return response
 
     @staticmethod
@@ -206,6 +208,10 @@ class AutonomousRuntime:
             pending=run.pending if resuming else [],
             last_text=run.last_text if resuming else "",
         )
+
+
+def _budget(run: TurnRun) -> Budget:
+    return Budget(run.max_output_tokens, run.max_total_tokens)
 
 
 def _calls(history: list[ChatMessage]) -> int:

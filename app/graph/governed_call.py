@@ -1,0 +1,138 @@
+"""One model call under the turn's budget and the tenant's quota: every model call of a turn goes through here.
+
+The loop's call (`call_llm`) and an autonomous turn's PLAN and closing summary calls alike. Before
+the call: the budget (app/governance/budget.py) must have room and caps the call's `max_tokens`,
+and the tenant's quota reserves the call's worst case (app/runtime/quota.py). After it: the
+reservation settles to the real usage, and the reply with its usage is recorded. A call that fails
+or is cancelled midway still records what it cost (the estimated prompt and the streamed text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
+from app.graph.telemetry import ModelCall, model_call
+from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
+from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
+from app.runtime.events import MessageCompleted, MessageDelta, UsageEvent, UsageKind
+from app.runtime.journal import ModelUsage, QuotaGate, QuotaHold, TurnJournal
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """No call was made: `code` is `budget_exceeded` (the turn's budget) or `quota_exceeded` (the tenant's quota)."""
+
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unanswered:
+    """The provider failed the call; what it cost is recorded all the same."""
+
+    code: str
+    message: str
+    usage: ModelUsage
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    response: ModelResponse
+    message: ChatMessage
+    """The assistant message recorded for the conversation."""
+    over: str | None
+    """Why the turn's budget is spent by this reply (a prompt larger than estimated, a reply cut at the
+    budget's cap); None while it is within."""
+
+
+CallOutcome = Refused | Unanswered | Answered
+
+
+@dataclass(frozen=True, slots=True)
+class CallGovernance:
+    """What one call is governed by: the turn's budget, what the turn has spent, the tenant's quota."""
+
+    budget: Budget
+    spent: Spent
+    quota: QuotaGate | None
+
+
+async def governed_call(
+    request: ModelRequest, governance: CallGovernance, *, provider: Provider, journal: TurnJournal, kind: UsageKind
+) -> CallOutcome:
+    """Make the call if the budget and the quota allow it; `request.max_tokens` is the model's own maximum."""
+    budget, spent = governance.budget, governance.spent
+    if (reason := spent_reason(budget, spent)) is not None:
+        return Refused("budget_exceeded", reason)
+    provider_name = str(request.model["provider"])
+    prompt_tokens = prompt_estimate(request, provider_name)
+    cap = call_cap(budget, spent, model_max_tokens=request.max_tokens, prompt_tokens=prompt_tokens)
+    if cap < 1:
+        reason = f"a prompt of about {prompt_tokens} tokens does not fit what is left of the turn's budget"
+        return Refused("budget_exceeded", reason)
+    hold = None
+    if governance.quota is not None and (hold := await governance.quota.reserve(prompt_tokens + cap)) is None:
+        return Refused("quota_exceeded", "the tenant's token quota for this period is spent")
+    model = model_name(request)
+    streamed: list[str] = []
+    with model_call(provider_name, model, cap) as call:
+        try:
+            response = await _stream(provider, journal, dataclasses.replace(request, max_tokens=cap), call, streamed)
+        except (ProviderError, asyncio.CancelledError) as exc:
+            usage = ModelUsage(model, prompt_tokens, estimate_tokens("".join(streamed), provider_name), kind=kind)
+            journal.unanswered_call(usage)
+            if hold is not None:
+                journal.quota_settled(hold, usage.input_tokens + usage.output_tokens)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            call.failed(exc.code)
+            return Unanswered(exc.code, exc.message, usage)
+        call.finished(response)
+    message = _record(journal, response, hold, ModelUsage(model, response.input_tokens, response.output_tokens, kind))
+    after = Spent(spent.input_tokens + response.input_tokens, spent.output_tokens + response.output_tokens, spent.loops)
+    over = overspent(budget, after)
+    if over is None and cap < request.max_tokens and response.stop_reason == "max_tokens":
+        over = "the reply was cut at the tokens left in the turn's budget"
+    return Answered(response, message, over)
+
+
+def _record(journal: TurnJournal, response: ModelResponse, hold: QuotaHold | None, usage: ModelUsage) -> ChatMessage:
+    if hold is not None:
+        journal.quota_settled(hold, response.input_tokens + response.output_tokens)
+    journal.event(MessageCompleted(text=response.text, stop_reason=response.stop_reason or "end_turn"))
+    journal.event(UsageEvent(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, kind=usage.kind))
+    message = ChatMessage(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
+    journal.assistant_message(message, usage)
+    return message
+
+
+async def _stream(
+    provider: Provider, journal: TurnJournal, request: ModelRequest, call: ModelCall, streamed: list[str]
+) -> ModelResponse:
+    async for item in provider.stream(request):
+        if isinstance(item, TextDelta):
+            call.text()
+            streamed.append(item.text)
+            journal.event(MessageDelta(text=item.text))
+        else:
+            return item
+    raise ProviderError("provider_error", "the model stream ended without a response")
+
+
+def model_name(request: ModelRequest) -> str:
+    return str(request.model.get("name") or request.model["provider"])
+
+
+def prompt_estimate(request: ModelRequest, provider: str) -> int:
+    """Tokens the request's prompt likely costs (exact for the scripted provider: a token a word)."""
+    texts = [request.system, *(m.content for m in request.messages)]
+    if provider == "scripted":
+        return sum(estimate_tokens(t, provider) for t in texts)
+    calls = [json.dumps([c.arguments for c in m.tool_calls]) for m in request.messages if m.tool_calls]
+    specs = [json.dumps([t.name, t.description, t.input_schema]) for t in request.tools]
+    overhead = MESSAGE_OVERHEAD_TOKENS * (len(request.messages) + 1)
+    return overhead + sum(estimate_tokens(t, provider) for t in [*texts, *calls, *specs])
