@@ -191,7 +191,7 @@ class AutonomousRuntime:
         """The inner loop's run for one todo: its goal, the plan, the todo's position and earlier outputs in context."""
         position = plan.steps.index(step) + 1
         goal = (
-            f"You are carrying out step {position} of {len(plan.steps)} of a plan for the request above.\n"
+            f"You are carrying out step {position} of {len(plan.steps)} of a plan for this request: {run.input}\n"
             f"The plan:\n{plan.outline(step)}\n\nEarlier steps' outputs:\n{plan.outputs() or '(none yet)'}\n\n"
             f"Now do only this step: {step.title}"
         )
