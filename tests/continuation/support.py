@@ -16,6 +16,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.drop_rule import withdrawn
 from app.tools.ledger_keys import idempotency_key
 from tests.factories import create_agent, create_session, scripted_config
 from tests.idempotent_gateway import TOOL
@@ -137,18 +138,19 @@ async def replay(client: httpx.AsyncClient, headers: dict[str, str], turn_id: st
 
 
 def drop_rule(frames: list[Frame]) -> list[Frame]:
-    """What a client keeps (DESIGN.md `turn.resumed`): the events it saw with a higher seq than the
-    `last_durable_seq` of a later `turn.resumed` and an earlier one than that `turn.resumed` did not
-    survive the crash, so they go."""
+    """What a client keeps of what it was sent: at each `turn.resumed`, the project's drop rule
+    (app/core/drop_rule.py) withdraws what the lost run showed and never stored, and its open reply."""
     kept = list(frames)
     for resumed in [f for f in frames if f.event == "turn.resumed"]:
-        durable = resumed.data["last_durable_seq"]
-        kept = [f for f in kept if not durable < f.id < resumed.id]
+        before = [f for f in kept if f.id < resumed.id]
+        lost = withdrawn([f.data for f in before], resumed.data)
+        kept = [f for f in kept if f.id not in lost]
     return kept
 
 
 def assert_gapless(frames: list[Frame]) -> None:
-    """Ids strictly increase by one, except where a `turn.resumed` continues after `last_durable_seq`."""
+    """Ids strictly increase by one, except where a `turn.resumed` continues after `last_durable_seq`
+    (what a replay of the stored log must show)."""
     assert frames[0].id == 1, [f.id for f in frames[:3]]
     for before, after in zip(frames, frames[1:], strict=False):
         expected = after.data["last_durable_seq"] + 1 if after.event == "turn.resumed" else after.id

@@ -20,6 +20,7 @@ from tests.continuation.support import (
     drop_rule,
     one_ending,
     reconnect,
+    replay,
 )
 from tests.live_server import LiveServer
 from tests.turns.support import get_turn, slow_session
@@ -87,9 +88,11 @@ async def test_a_drained_replica_finishes_what_it_can_and_hands_the_rest_to_the_
         assert rest.frames[0].event == "turn.resumed", [f.event for f in rest.frames[:5]]
         assert rest.frames[0].data["reason"] == "shutdown"
         view = drop_rule(follower.frames + rest.frames)
-        assert_gapless(view)
         ended = one_ending(view)
         assert (ended["status"], ended["final_output"]) == ("completed", LONG)
+        stored = await replay(on_b, alice, follower.turn_id)
+        assert_gapless(stored)
+        assert [(f.id, f.event) for f in drop_rule(stored)] == [(f.id, f.event) for f in view]
     for follower in [*long_turns, *short_turns]:
         assert (await get_turn(on_b, alice, follower.turn_id))["status"] == "completed"
     assert (await on_b.get(f"/sessions/{refused_session['id']}/turns", headers=alice)).json()["items"] == []

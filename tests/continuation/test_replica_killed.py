@@ -253,12 +253,13 @@ async def test_the_reconnected_client_sees_the_stream_of_a_run_without_the_crash
         rest = await reconnect(on_b, alice, follower).ended()
 
     resumed_on_b(follower, rest)
-    view = drop_rule(follower.frames + rest.frames)
+    received = follower.frames + rest.frames
+    assert [f.id for f in received] == sorted({f.id for f in received}), "ids strictly increase"
+    view = drop_rule(received)
     assert one_ending(view)["status"] == "completed"
-    assert [f.id for f in view] == sorted({f.id for f in view}), "ids strictly increase"
-    assert_gapless(view)
     stored = await replay(on_b, alice, follower.turn_id)
-    assert [(f.id, f.event, f.data) for f in stored] == [(f.id, f.event, f.data) for f in view]
+    assert_gapless(stored)
+    assert [(f.id, f.event, f.data) for f in drop_rule(stored)] == [(f.id, f.event, f.data) for f in view]
     assert _text_after_resume(view) == WORDS, "the model call made again streams its whole text"
 
     baseline_session = await gateway_session(on_b, alice, *steps, delay_ms=0)
