@@ -48,7 +48,7 @@ def lost_requests(run: TurnRun, journal: TurnJournal) -> None:
     if continued is None:
         return
     for call in run.pending:
-        if ("tool_call.requested", call.id) not in continued.stored_tool_events:
+        if not continued.stored("tool_call.requested", call.id):
             journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
 
 

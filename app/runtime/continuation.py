@@ -25,14 +25,15 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.admission import Admission
 from app.runtime.events import ContinueReason
-from app.runtime.journal import Continued, HumanDecision, TurnIdentity, TurnRun
+from app.runtime.journal import Continued, HumanDecision, TurnIdentity, TurnRun, event_key
 from app.runtime.lease import Orphan
 from app.runtime.quota import token_quota_of
 from app.runtime.resume import human_decision
 from app.runtime.store import TURNS, TurnStore, chat_message
 from app.runtime.stream import SEQ_BLOCK
 
-STORED_TOOL_EVENTS = ("tool_call.requested", "tool_call.completed")
+REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
+"""Events a continuation would emit again for work the lost run had begun (see `Continued.stored_events`)."""
 _turns = bare(TURNS)
 _STORED = bindparam("in_stored", type_=Integer())
 MAX_SEQ = Query(
@@ -81,11 +82,11 @@ TURN_USAGE = Query(
         func.coalesce(func.sum(Usage.output_tokens), 0).label("output_tokens"),
     ).where(Usage.tenant_id == bindparam("tenant_id"), Usage.turn_id == bindparam("turn_id"))
 )
-TOOL_EVENTS = Query(
+REPEATABLE_EVENTS = Query(
     select(TurnEvent.type, TurnEvent.data).where(
         TurnEvent.tenant_id == bindparam("tenant_id"),
         TurnEvent.turn_id == bindparam("turn_id"),
-        or_(*(TurnEvent.type == kind for kind in STORED_TOOL_EVENTS)),
+        or_(*(TurnEvent.type == kind for kind in REPEATABLE)),
     )
 )
 INPUT_JUDGED = Query(
@@ -176,7 +177,7 @@ async def continued_run(store: TurnStore, engine: AsyncEngine, claimed: Claimed,
         continued=Continued(
             claimed.reason,
             claimed.stored_seq,
-            stored_tool_events=await stored_tool_events(sql, ident),
+            stored_events=await stored_events(sql, ident),
             input_judged=bool(await sql.fetchval(INPUT_JUDGED, params)),
         ),
     )
@@ -193,6 +194,6 @@ async def decisions_of(engine: AsyncEngine, ident: TurnIdentity) -> dict[str, Hu
         return {approval.tool_call_id: human_decision(approval) for approval in await db.scalars(decided)}
 
 
-async def stored_tool_events(sql: Sql, ident: TurnIdentity) -> frozenset[tuple[str, str]]:
-    rows = await sql.fetch(TOOL_EVENTS, {"tenant_id": ident.tenant_id, "turn_id": ident.turn_id})
-    return frozenset((row["type"], str(orjson.loads(row["data"]).get("tool_call_id"))) for row in rows)
+async def stored_events(sql: Sql, ident: TurnIdentity) -> frozenset[tuple[str, str]]:
+    rows = await sql.fetch(REPEATABLE_EVENTS, {"tenant_id": ident.tenant_id, "turn_id": ident.turn_id})
+    return frozenset((row["type"], event_key(orjson.loads(row["data"]))) for row in rows)

@@ -71,7 +71,7 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         return await _deny(ctx, call, key, loop, blacklisted)
     stored = await ctx.journal.ledger_get(key)
     if stored is not None:
-        if ctx.continued is not None and ("tool_call.completed", call.id) not in ctx.continued.stored_tool_events:
+        if ctx.continued is not None and not ctx.continued.stored("tool_call.completed", call.id):
             _completed(ctx, call, stored)
         return stored
     if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
