@@ -74,6 +74,9 @@ class StepJournal:
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
         await self.inner.dispatched(key, loop, call)
 
+    async def ledger_dispatched(self, key: str) -> dict[str, Any] | None:
+        return await self.inner.ledger_dispatched(key)
+
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return await self.inner.ledger_put(key, loop, call, result)
 

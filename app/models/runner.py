@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Uuid
+from sqlalchemy import BigInteger, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, UtcDateTime, utcnow
@@ -17,3 +17,5 @@ class Runner(Base):
     id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True)
     started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    lock_key: Mapped[int | None] = mapped_column(BigInteger)
+    """The PostgreSQL advisory lock the process holds for its lifetime: free means the process is gone."""

@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, Uuid, text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, Uuid, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
@@ -12,6 +12,7 @@ from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTim
 ACTIVE_STATUSES = ("running", "interrupted")
 _ACTIVE_WHERE = text("status IN ('running', 'interrupted')")
 _RUNNING_WHERE = text("status = 'running' AND concurrency_slot IS NOT NULL")
+_RUNNING = text("status = 'running'")
 
 
 class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
@@ -27,6 +28,7 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
             postgresql_where=_RUNNING_WHERE,
             sqlite_where=_RUNNING_WHERE,
         ),
+        Index("ix_turns_running_runner", "runner_id", postgresql_where=_RUNNING, sqlite_where=_RUNNING),
         Index(
             "uq_turns_one_active_per_session",
             "session_id",
@@ -50,6 +52,11 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     concurrency_slot: Mapped[int | None] = mapped_column(Integer)
     """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/admission.py)."""
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    seq_ceiling: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The highest event seq a live run may have shown any client (reserved in blocks with its writes,
+    app/runtime/stream.py): a continuation numbers its events above it, so no id is ever reused."""
+    handed_over: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Released by a draining replica for another to continue at once (reason `shutdown`)."""
     mode: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")
     """`interactive` or `autonomous` (PLAN / PURSUE, app/autonomy); the plan is rebuilt from its events."""
     max_steps: Mapped[int | None] = mapped_column(Integer)

@@ -7,7 +7,9 @@ one statement per table, the UPDATE and COMMIT: five to seven round trips. Postg
 data-modifying CTEs of a single statement atomically, so here it is one: one `INSERT … SELECT FROM
 unnest(…) WITH ORDINALITY` per table (rows keep their staged order, hence message ids keep
 conversation order), the settle as an `UPDATE … RETURNING`, the closing event inserted only
-`WHERE EXISTS` a settled row, and the `pg_notify` for followers on other replicas.
+`WHERE EXISTS` a settled row, the `pg_notify` for followers on other replicas, and, when a stream
+needs more event ids, the `UPDATE` that raises its turn's `seq_ceiling` (`CEILINGS`, see
+app/runtime/stream.py): the reservation costs no round trip of its own.
 
 SQLite has no data-modifying CTEs; it writes the same rows in a transaction (`write_in_transaction`).
 """
@@ -20,7 +22,25 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, Table, Text, bindparam, cast, exists, func, insert, literal, select, update
+from sqlalchemy import (
+    JSON,
+    Integer,
+    String,
+    Table,
+    Text,
+    Uuid,
+    bindparam,
+    case,
+    cast,
+    exists,
+    func,
+    insert,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.dml import Insert, Update
 
@@ -36,6 +56,23 @@ Shape = tuple[Table, tuple[str, ...]]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 QUOTA_PREFIX = "q_"
 EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
+CEILINGS = TURNS
+"""A staged row on `turns` raises a running turn's `seq_ceiling` (`ceiling_row`); it inserts nothing."""
+CEILING_PREFIX = "c_"
+CEILING_COLUMNS = ("turn_id", "tenant_id", "runner_id", "seq_ceiling")
+
+
+def ceiling_row(turn_id: uuid.UUID, tenant_id: str, runner_id: uuid.UUID | None, ceiling: int) -> dict[str, Any]:
+    """Raise the turn's ceiling to `ceiling` if its run is still this runner's (None: not fenced)."""
+    return {"turn_id": turn_id, "tenant_id": tenant_id, "runner_id": runner_id, "seq_ceiling": ceiling}
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    settled: bool
+    """The write's settle moved the turn out of `running` (True too when it had no settle)."""
+    raised: frozenset[uuid.UUID] = frozenset()
+    """The turns whose `seq_ceiling` this write raised."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +86,53 @@ class Settle:
         return {"settle_turn_id": self.turn_id, **{f"s_{c}": v for c, v in self.values.items()}}
 
 
-def _split_quota(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, Any]]]:
-    """Rows to insert, and the quota settlements among them (merged per ledger row)."""
+def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows to insert, the quota settlements among them (merged per ledger row), and the ceiling raises."""
+    if not any(table is QUOTA_LEDGER or table is CEILINGS for table, _ in rows):
+        return list(rows), [], []
     settlements = [row for table, row in rows if table is QUOTA_LEDGER]
-    if not settlements:
-        return list(rows), []
-    return [staged for staged in rows if staged[0] is not QUOTA_LEDGER], merged(settlements)
+    ceilings = [row for table, row in rows if table is CEILINGS]
+    inserts = [staged for staged in rows if staged[0] is not QUOTA_LEDGER and staged[0] is not CEILINGS]
+    return inserts, merged(settlements) if settlements else [], ceilings
+
+
+def _raise_ceiling(turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any) -> Update:
+    """Never lowers a ceiling, and never raises one for a run another runner took over (the fence)."""
+    return (
+        update(turns)
+        .where(
+            turns.c.id == turn_id,
+            turns.c.tenant_id == tenant_id,
+            turns.c.status == "running",
+            or_(runner_id.is_(None), turns.c.runner_id == runner_id),
+        )
+        .values(seq_ceiling=case((turns.c.seq_ceiling > ceiling, turns.c.seq_ceiling), else_=ceiling))
+        .returning(turns.c.id)
+    )
+
+
+def _prefixed(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"in_{c}": v for c, v in row.items()}
+
+
+def _ceilings_update() -> Update:
+    """PostgreSQL: raise the ceilings of every turn in the write (one row each, from arrays)."""
+    kinds: dict[str, Any] = {"turn_id": Uuid(), "tenant_id": String(), "runner_id": Uuid(), "seq_ceiling": Integer()}
+    arrays: list[Any] = [bindparam(f"{CEILING_PREFIX}{c}", type_=ARRAY(kinds[c])) for c in CEILING_COLUMNS]
+    rows = func.unnest(*arrays).table_valued(*CEILING_COLUMNS).render_derived()
+    return _raise_ceiling(bare(TURNS), rows.c.turn_id, rows.c.tenant_id, rows.c.runner_id, rows.c.seq_ceiling)
+
+
+CEILING_ONE = Query(
+    _raise_ceiling(
+        bare(TURNS),
+        bindparam("in_turn_id", type_=Uuid()),
+        bindparam("in_tenant_id", type_=String()),
+        bindparam("in_runner_id", type_=Uuid()),
+        bindparam("in_seq_ceiling", type_=Integer()),
+    )
+)
+"""SQLite: one ceiling (parameters `in_*`: SQLAlchemy reserves column names for SET values)."""
 
 
 def grouped(rows: Sequence[StagedRow]) -> dict[Shape, list[dict[str, Any]]]:
@@ -113,8 +191,10 @@ def write_query(
     final: Shape | None,
     notify: bool,
     quota: bool = False,
+    ceilings: bool = False,
 ) -> Query:
-    """The statement for one write of this shape; it returns how many turns it settled (0 or 1).
+    """The statement for one write of this shape; it returns how many turns it settled (0 or 1) and
+    the ids of the turns whose ceiling it raised.
 
     With `notify`, it also tells followers on other replicas which turns have new events (one NOTIFY
     per turn, sent at commit; see app/runtime/notify.py). A write may carry rows of many turns (the
@@ -126,6 +206,11 @@ def write_query(
         ctes += _with_outbox(rows, f"g{i}") if table is EVENTS else [rows.cte(f"g{i}")]
     if quota:
         ctes.append(settle_update(QUOTA_PREFIX).cte("quota"))
+    raised_ids: Any = null()
+    if ceilings:
+        raised = _ceilings_update().cte("raised")
+        ctes.append(raised)
+        raised_ids = select(func.array_agg(raised.c.id)).scalar_subquery()
     settled_count: Any = literal(1)
     if settle_columns is not None:
         settled = _settle_update(settle_columns).cte("settled")
@@ -137,20 +222,23 @@ def write_query(
             final_insert = insert(target).from_select(list(columns), only_if_settled)
             ctes += _with_outbox(final_insert, "final") if table is EVENTS else [final_insert.cte("final")]
         settled_count = select(func.count()).select_from(settled).scalar_subquery()
+    outcome = [settled_count.label("settled"), raised_ids.label("raised")]
     if not notify:
-        return Query(select(settled_count).add_cte(*ctes))
+        return Query(select(*outcome).add_cte(*ctes))
     turn_ids = func.unnest(bindparam("notify_turn_ids", type_=ARRAY(Text()))).table_valued("turn_id").render_derived()
     notified = select(func.count(func.pg_notify(CHANNEL, turn_ids.c.turn_id))).scalar_subquery()
-    return Query(select(settled_count, notified).add_cte(*ctes))
+    return Query(select(*outcome, notified).add_cte(*ctes))
 
 
 async def write_in_one_statement(
     sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
-) -> bool:
-    """PostgreSQL: write `rows`, settle, and `final` if it settled; True if settled (or nothing to settle)."""
-    rows, settlements = _split_quota(rows)
+) -> Written:
+    """PostgreSQL: write `rows`, settle, and `final` if it settled."""
+    rows, settlements, ceilings = _split(rows)
     groups = grouped(rows)
     params: dict[str, Any] = settle_params(QUOTA_PREFIX, settlements) if settlements else {}
+    if ceilings:
+        params.update({f"{CEILING_PREFIX}{c}": [row[c] for row in ceilings] for c in CEILING_COLUMNS})
     events = [row for table, row in rows if table is EVENTS] + ([final[1]] if final is not None else [])
     if events:
         params["notify_turn_ids"] = list(dict.fromkeys(str(row["turn_id"]) for row in events))
@@ -163,33 +251,37 @@ async def write_in_one_statement(
         if final is not None:
             final_shape = (final[0], tuple(final[1]))
             params.update({f"f_{c}": v for c, v in final[1].items()})
-    query = write_query(tuple(groups), settle_columns, final_shape, bool(events), bool(settlements))
-    settled = await sql.fetchval(query, params)
-    return settle is None or bool(settled)
+    query = write_query(tuple(groups), settle_columns, final_shape, bool(events), bool(settlements), bool(ceilings))
+    row = await sql.fetchrow(query, params)
+    assert row is not None
+    return Written(settle is None or bool(row["settled"]), frozenset(row["raised"] or ()))
 
 
 async def write_in_transaction(
     sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
-) -> bool:
+) -> Written:
     """Any backend: the same write as a transaction."""
-    rows, settlements = _split_quota(rows)
+    rows, settlements, ceilings = _split(rows)
     async with sql.transaction() as tx:
         settled = settle is None or await tx.fetchrow(settle_query(tuple(settle.values)), settle.params()) is not None
         await settle_each(tx, settlements)
+        raised = frozenset(
+            [row["turn_id"] for row in ceilings if await tx.fetchrow(CEILING_ONE, _prefixed(row)) is not None]
+        )
         written = [*rows, final] if settled and final is not None else rows
         for (table, _), group in grouped(written).items():
             await insert_rows(tx, table, group)
         await enqueue_in_transaction(tx, [row for table, row in written if table is EVENTS])
-    return settled
+    return Written(settled, raised)
 
 
 async def write_rows(
     sql: Sql, rows: list[StagedRow], settle: Settle | None = None, final: StagedRow | None = None
-) -> bool:
-    """One write of staged rows (of one turn or many), with an optional settle; True if it settled."""
+) -> Written:
+    """One write of staged rows (of one turn or many), with an optional settle."""
     if sql.dialect == "postgresql":
         return await write_in_one_statement(sql, rows, settle, final)
-    if settle is None and len(rows) == 1 and rows[0][0] not in (EVENTS, QUOTA_LEDGER):
+    if settle is None and len(rows) == 1 and rows[0][0] not in (EVENTS, QUOTA_LEDGER, CEILINGS):
         await insert_rows(sql, rows[0][0], [rows[0][1]])
-        return True
+        return Written(True)
     return await write_in_transaction(sql, rows, settle, final)

@@ -49,6 +49,23 @@ class TurnStarted(EventBody):
     resumed_by: str | None
 
 
+ContinueReason = Literal["replica_lost", "shutdown"]
+"""Why a running turn continued on another run: its replica died, or a draining replica handed it over."""
+
+
+class TurnResumed(EventBody):
+    """Opens a run that continues a running turn (DESIGN.md "Operations"), in place of `turn.started`.
+
+    A client drops the events it saw with a seq above `last_durable_seq` and below this event's:
+    the run that streamed them died before storing them, and this run does their work again.
+    """
+
+    type: Literal["turn.resumed"] = "turn.resumed"
+    reason: ContinueReason
+    from_loop: int
+    last_durable_seq: int
+
+
 class NodeStarted(EventBody):
     type: Literal["node.started"] = "node.started"
     node: str
@@ -202,6 +219,7 @@ class TurnEnded(EventBody):
 
 TurnEvent = Annotated[
     TurnStarted
+    | TurnResumed
     | NodeStarted
     | NodeEnded
     | MessageDelta

@@ -26,7 +26,7 @@ from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, Provider, ToolCall
-from app.runtime.events import EndStatus, EventBody, UsageKind
+from app.runtime.events import ContinueReason, EndStatus, EventBody, UsageKind
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -74,6 +74,19 @@ class QuotaGate(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Continued:
+    """A run that continues a `running` turn whose run stopped without settling (a dead or a draining replica).
+
+    It is not a resume (`TurnRun.resumed`, an approval's decision): it opens with `turn.resumed`, not
+    `turn.started`, and the runtime picks up at the last stored step of the turn.
+    """
+
+    reason: ContinueReason
+    last_durable_seq: int
+    """The highest seq stored of the turn: events a client saw above it were lost with the dead run."""
+
+
 @dataclass(slots=True)
 class TurnRun:
     """Everything one run of a turn needs, read from the database when it starts or resumes."""
@@ -93,6 +106,9 @@ class TurnRun:
     token_quota: TokenQuota | None = None
     """The tenant's quota, which every model call reserves from (app/runtime/quota.py)."""
     last_seq: int = 0
+    seq_ceiling: int = 0
+    """The highest seq this run may show followers before a write of its own reserves more
+    (`turns.seq_ceiling`, app/runtime/stream.py). 0: nothing is shown before it is stored or reserved."""
     loop_count: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -109,11 +125,17 @@ class TurnRun:
     max_steps: int = 0
     """An autonomous turn's bound on its plan's todos (added ones included)."""
     plan_events: list[dict[str, Any]] = field(default_factory=list)
-    """A resumed autonomous run: its stored `plan.*` events (the plan and each step's state)."""
+    """A resumed or continued autonomous run: its stored `plan.*` events (the plan and each step's state)."""
+    continued: Continued | None = None
+    """Set when this run continues a running turn whose run was lost (see `Continued`)."""
 
     @property
     def resumed(self) -> bool:
         return self.resumed_by is not None
+
+    @property
+    def continuing(self) -> bool:
+        return self.continued is not None
 
 
 @dataclass(slots=True)
@@ -233,6 +255,14 @@ class TurnJournal(Protocol):
         Call it right before the call leaves the service, after `ledger_get` found no result. A
         continuation after a crash sees which calls may have run (and retries them with the same
         key, which the MCP gateway deduplicates).
+        """
+        ...
+
+    async def ledger_dispatched(self, key: str) -> dict[str, Any] | None:
+        """The arguments of a call dispatched under `key` whose outcome was never stored; None otherwise.
+
+        A continuing run re-sends such a call with the same key and these arguments, without judging it
+        again: it was judged before it left (its receipt and `policy.decision` are stored with it).
         """
         ...
 

@@ -152,7 +152,8 @@ class TurnManager:
             turn_id=run.ident.turn_id,
             tenant_id=run.ident.tenant_id,
             last_seq=run.last_seq,
-            writer=TurnWriter(self.store.sql, self.flusher),
+            writer=TurnWriter(self.store.sql, self.flusher, runner_id=self.runner_id),
+            ceiling=run.seq_ceiling,
         )
         turn_id = run.ident.turn_id
         journal = TurnRecorder(run.ident, run.owner_sub, stream, self.store)
@@ -306,6 +307,7 @@ class TurnManager:
                 max_output_tokens=row["max_output_tokens"],
                 max_total_tokens=row["max_total_tokens"],
                 token_quota=token_quota_of(Admission.of(session).ceilings),
+                seq_ceiling=row["seq_ceiling"],
             )
         )
         started: uuid.UUID = row["id"]

@@ -121,6 +121,9 @@ class TurnRecorder:
         await self._stream.flush()
         await self._store.ledger_dispatch(self._ident, key=key, loop=loop, call=call)
 
+    async def ledger_dispatched(self, key: str) -> dict[str, Any] | None:
+        return await self._store.ledger_dispatched(self._ident.tenant_id, key)
+
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)
 

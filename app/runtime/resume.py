@@ -32,6 +32,7 @@ async def resume_run(
         max_total_tokens=turn.max_total_tokens,
         token_quota=token_quota,
         last_seq=last_seq,
+        seq_ceiling=turn.seq_ceiling,
         loop_count=turn.loop_count,
         input_tokens=turn.input_tokens,
         output_tokens=turn.output_tokens,

@@ -13,7 +13,7 @@ from app.core import tracing
 from app.core.logs import bind, get_logger
 from app.core.metrics import TURNS_ENDED
 from app.models.base import utcnow
-from app.runtime.events import EndStatus, TurnEnded, TurnStarted
+from app.runtime.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
 from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store import TurnStore, settle_turn
 from app.runtime.stream import TurnStream
@@ -74,14 +74,7 @@ async def _execute(
     store: TurnStore,
 ) -> tuple[str, dict[str, Any] | None]:
     """The run and its settle: the status the turn ended with, and its error if that outcome stood."""
-    stream.emit(
-        TurnStarted(
-            session_id=str(run.ident.session_id),
-            agent_id=str(run.ident.agent_id),
-            agent_version=run.agent_version,
-            resumed_by=str(run.resumed_by) if run.resumed_by else None,
-        )
-    )
+    stream.emit(opening_event(run))
     last = Progress(
         loop_count=run.loop_count,
         input_tokens=run.input_tokens,
@@ -106,6 +99,23 @@ async def _execute(
     settled = await _despite_cancel(settle(store, stream, run, last, status, error))
     TURNS_ENDED.labels(status=settled).inc()
     return settled, error if settled == status else None
+
+
+def opening_event(run: TurnRun) -> TurnStarted | TurnResumed:
+    """`turn.resumed` opens a run that continues a lost one (so a reconnected stream reads as one run);
+    `turn.started` any other (a new turn, or an approval's resume)."""
+    if run.continued is not None:
+        return TurnResumed(
+            reason=run.continued.reason,
+            from_loop=run.loop_count,
+            last_durable_seq=run.continued.last_durable_seq,
+        )
+    return TurnStarted(
+        session_id=str(run.ident.session_id),
+        agent_id=str(run.ident.agent_id),
+        agent_version=run.agent_version,
+        resumed_by=str(run.resumed_by) if run.resumed_by else None,
+    )
 
 
 async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:

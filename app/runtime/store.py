@@ -138,6 +138,13 @@ LEDGER_GET = Query(
         ToolExecution.status == COMPLETED,
     )
 )
+LEDGER_DISPATCHED = Query(
+    select(ToolExecution.arguments).where(
+        ToolExecution.tenant_id == bindparam("tenant_id"),
+        ToolExecution.idempotency_key == bindparam("key"),
+        ToolExecution.status == DISPATCHED,
+    )
+)
 LEDGER_COLUMNS = (
     "id", "tenant_id", "session_id", "turn_id", "idempotency_key", "loop", "tool_call_id", "tool_name",
     "arguments", "status", "result", "is_error", "created_at",
@@ -164,8 +171,6 @@ LEDGER_PUT = {
     for name, dialect_insert in _DIALECT_INSERTS
 }
 """A `completed` row: new, or completing the key's `dispatched` row; a completed row is never replaced."""
-RECOVERY_SEQ_GAP = 10_000
-"""Upper bound of the events a dead run can have streamed without storing them (see TurnWriter)."""
 CURRENT_STATUS = Query(
     select(Turn.status).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
 )
@@ -287,6 +292,11 @@ class TurnStore:
         row = await self.sql.fetchrow(LEDGER_GET, {"tenant_id": tenant_id, "key": key})
         return None if row is None else ToolResult(content=row["result"], is_error=row["is_error"])
 
+    async def ledger_dispatched(self, tenant_id: str, key: str) -> dict[str, Any] | None:
+        """The arguments a call left with under `key`, if its outcome was never stored."""
+        row = await self.sql.fetchrow(LEDGER_DISPATCHED, {"tenant_id": tenant_id, "key": key})
+        return None if row is None else dict(row["arguments"])
+
     async def ledger_dispatch(self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall) -> None:
         """Record that a call is leaving under `key` (stored before it returns)."""
         values = _ledger_values(ident, key=key, loop=loop, call=call, result=None)
@@ -344,19 +354,21 @@ async def end_unowned_turn(
     """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
 
     Its pending approvals expire with it: a turn that has ended can no longer resume. A turn that
-    was `running` may have streamed events its dead run never stored, so its
-    closing event skips ahead: sequence numbers are never reused, even after a crash.
+    was `running` may have shown events its dead run never stored, up to its `seq_ceiling`, so its
+    closing event comes after the ceiling: sequence numbers are never reused, even after a crash.
     False if the turn had already ended.
     """
     async with engine.begin() as conn:
         this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-        before = await conn.scalar(select(Turn.status).where(*this_turn).with_for_update())
-        if before not in ("running", "interrupted"):
+        before = (
+            await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())
+        ).first()
+        if before is None or before.status not in ("running", "interrupted"):
             return False
         last = await conn.scalar(
             select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
         )
-        seq = int(last or 0) + 1 + (RECOVERY_SEQ_GAP if before == "running" else 0)
+        seq = max(int(last or 0), before.seq_ceiling if before.status == "running" else 0) + 1
         row = (
             await conn.execute(
                 update(Turn)

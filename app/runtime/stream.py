@@ -3,6 +3,13 @@
 Followers read the in-memory log by cursor, so a slow reader never slows the turn and needs no
 buffer of its own; the writer batches rows (one statement per flush) so a token stream does not cost
 one database round trip per token.
+
+Event ids are reserved before they are shown. A follower only ever gets frames up to the turn's
+*durable bound*: the highest seq either stored or below the turn's stored `seq_ceiling`. The
+ceiling is raised `SEQ_BLOCK` ids at a time by the writes the turn makes anyway (the raise rides
+in the flush's statement, app/runtime/batch.py), asked for half a block ahead; a stream that
+reaches its bound asks for a write at once. So if the process dies, a run that continues the turn
+numbers its events above the ceiling and no client ever sees one id for two different events.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy import Table
@@ -19,7 +26,7 @@ from sqlalchemy import Table
 from app.core.sql import Sql
 from app.core.sse import encode_frame
 from app.models.base import utcnow
-from app.runtime.batch import EVENTS, Settle, StagedRow, write_rows
+from app.runtime.batch import CEILINGS, EVENTS, Settle, StagedRow, Written, ceiling_row, write_rows
 from app.runtime.events import EventBody, TurnEnded, stamp
 
 log = logging.getLogger(__name__)
@@ -27,6 +34,8 @@ FLUSH_INTERVAL_SECONDS = 0.2
 """How long rows wait to share a write. Followers in this process never wait for it (they read the
 in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
+SEQ_BLOCK = 512
+"""Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
 
 
 class BatchFlusher:
@@ -76,22 +85,27 @@ class BatchFlusher:
             if not rows:
                 return
             try:
-                await write_rows(self._sql, rows)
+                written = await write_rows(self._sql, rows)
             except Exception:
                 log.warning("shared flush failed; writing each turn's rows alone", exc_info=True)
                 for writer, batch in batches:
                     await self._write_alone(writer, batch)
+            else:
+                for writer, batch in batches:
+                    writer.stored(batch, written)
         finally:
             for writer in writers:
                 writer.lock.release()
 
     async def _write_alone(self, writer: TurnWriter, batch: list[StagedRow]) -> None:
         try:
-            await write_rows(self._sql, batch)
+            written = await write_rows(self._sql, batch)
         except Exception:
             log.exception("turn flush failed; retrying at the next flush")
             writer.put_back(batch)
             self.want(writer)
+        else:
+            writer.stored(batch, written)
 
 
 class TurnWriter:
@@ -103,11 +117,18 @@ class TurnWriter:
     writes what was staged.
     """
 
-    def __init__(self, sql: Sql, flusher: BatchFlusher | None = None) -> None:
+    def __init__(self, sql: Sql, flusher: BatchFlusher | None = None, *, runner_id: uuid.UUID | None = None) -> None:
         self._sql = sql
         self._flusher = flusher or BatchFlusher(sql)
         self._rows: list[StagedRow] = []
         self.lock = asyncio.Lock()
+        self.runner_id = runner_id
+        """The process whose run this is: a ceiling is only raised while the turn is still its own."""
+        self._ceiling: dict[str, Any] | None = None
+        self._closed = False
+        self._soon: asyncio.Task[None] | None = None
+        self.on_durable: Callable[[int], None] | None = None
+        """Told the turn's new durable bound after each write that raised it (see `stored`)."""
 
     @property
     def writing(self) -> bool:
@@ -117,12 +138,50 @@ class TurnWriter:
         self._rows.append((table, row))
         self._flusher.want(self)
 
+    def reserve(self, turn_id: uuid.UUID, tenant_id: str, ceiling: int, *, now: bool) -> None:
+        """Carry a raise of the turn's `seq_ceiling` to `ceiling` with the next write (`now`: write at once)."""
+        self._ceiling = ceiling_row(turn_id, tenant_id, self.runner_id, ceiling)
+        if now:
+            self.write_soon()
+        else:
+            self._flusher.want(self)
+
+    def write_soon(self) -> None:
+        """A write now, not at the next batch: the stream's followers wait for it."""
+        if self._closed or (self._soon is not None and not self._soon.done()):
+            return
+        self._soon = asyncio.create_task(self._write_soon())
+
+    async def _write_soon(self) -> None:
+        try:
+            await self.flush()
+        except Exception:
+            log.warning("urgent turn flush failed; the batch retries it", exc_info=True)
+            self._flusher.want(self)
+
     def take(self) -> list[StagedRow]:
         rows, self._rows = self._rows, []
+        if self._ceiling is not None:
+            rows.append((CEILINGS, self._ceiling))
+            self._ceiling = None
         return rows
 
     def put_back(self, rows: list[StagedRow]) -> None:
-        self._rows = rows + self._rows
+        ceilings = [row for table, row in rows if table is CEILINGS]
+        self._rows = [staged for staged in rows if staged[0] is not CEILINGS] + self._rows
+        if ceilings and self._ceiling is None:
+            self._ceiling = ceilings[-1]
+
+    def stored(self, rows: list[StagedRow], written: Written) -> None:
+        """After a write of `rows`: the highest seq that is now durable (stored, or below a raised ceiling)."""
+        if self.on_durable is None:
+            return
+        bound = max((row["seq"] for table, row in rows if table is EVENTS), default=0)
+        for table, row in rows:
+            if table is CEILINGS and row["turn_id"] in written.raised:
+                bound = max(bound, row["seq_ceiling"])
+        if bound:
+            self.on_durable(bound)
 
     async def flush(self) -> None:
         """Write everything staged so far, now.
@@ -133,8 +192,14 @@ class TurnWriter:
         await asyncio.shield(self._locked_write(None))
 
     async def close(self, settle: Settle | None = None, final: StagedRow | None = None) -> bool:
-        """Stop batching and write the rest with `settle` atomically; `final` only if it settled."""
+        """Stop batching and write the rest with `settle` atomically; `final` only if it settled.
+
+        A pending ceiling raise is dropped: the settle updates the same turn row (and the run shows
+        nothing more once its rows are stored).
+        """
         self._flusher.forget(self)
+        self._closed = True
+        self._ceiling = None
         return await asyncio.shield(self._locked_write(settle, final))
 
     async def _locked_write(self, settle: Settle | None, final: StagedRow | None = None) -> bool:
@@ -143,16 +208,21 @@ class TurnWriter:
             if not rows and settle is None:
                 return True
             try:
-                return await write_rows(self._sql, rows, settle, final)
+                written = await write_rows(self._sql, rows, settle, final)
             except Exception:
                 self.put_back(rows)
                 raise
+            self.stored(rows, written)
+            return written.settled
 
 
 class TurnStream:
     """The ordered events of one run of a turn (a resumed turn continues the sequence)."""
 
-    def __init__(self, *, turn_id: uuid.UUID, tenant_id: str, last_seq: int, writer: TurnWriter) -> None:
+    def __init__(
+        self, *, turn_id: uuid.UUID, tenant_id: str, last_seq: int, writer: TurnWriter, ceiling: int = 0
+    ) -> None:
+        """`ceiling`: the turn's stored `seq_ceiling` when the run starts (what its start reserved)."""
         self.turn_id = turn_id
         self.tenant_id = tenant_id
         self.first_seq = last_seq + 1
@@ -162,17 +232,41 @@ class TurnStream:
         self._writer = writer
         self._changed = asyncio.Event()
         self.done = False
+        self._durable = max(ceiling, last_seq)
+        """Frames up to this seq may be shown: stored, or below a stored ceiling."""
+        self._asked = self._durable
+        """The highest ceiling asked for so far."""
+        self._hurried = False
+        writer.on_durable = self._durable_to
 
     @property
     def last_seq(self) -> int:
         return self._seq
 
+    @property
+    def durable_seq(self) -> int:
+        return self._durable
+
     def emit(self, event: EventBody) -> int:
         seq, row, frame = self._next(event)
         self._writer.stage(EVENTS, row)
         self._frames.append(frame)
-        self._wake()
+        if seq > self._asked - SEQ_BLOCK // 2:
+            self._asked = seq + SEQ_BLOCK
+            self._writer.reserve(self.turn_id, self.tenant_id, self._asked, now=seq > self._durable)
+            self._hurried = seq > self._durable
+        elif seq > self._durable and not self._hurried:
+            self._hurried = True
+            self._writer.write_soon()
+        if seq <= self._durable:
+            self._wake()
         return seq
+
+    def _durable_to(self, bound: int) -> None:
+        if bound > self._durable:
+            self._durable = bound
+            self._hurried = False
+            self._wake()
 
     def stage(self, table: Table, row: dict[str, Any]) -> None:
         self._writer.stage(table, row)
@@ -185,11 +279,12 @@ class TurnStream:
 
         If `settle` finds the turn already settled elsewhere (a cancel), the event is dropped.
         """
-        _, row, frame = self._next(event)
+        seq, row, frame = self._next(event)
         try:
             settled = await self._writer.close(settle, (EVENTS, row))
             if settled:
                 self._frames.append(frame)
+                self._durable = seq
             return settled
         finally:
             self.done = True
@@ -221,11 +316,12 @@ class TurnStream:
         index = max(after - self.first_seq + 1, 0)
         while True:
             waiter = self._changed
-            if index < len(self._frames):
-                chunk = self._frames[index:]
+            shown = min(len(self._frames), self._durable - self.first_seq + 1)
+            if index < shown:
+                chunk = self._frames[index:shown]
                 index += len(chunk)
                 yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
-            if self.done and index >= len(self._frames):
+                continue
+            if self.done:
                 return
-            if index >= len(self._frames):
-                await waiter.wait()
+            await waiter.wait()

@@ -12,6 +12,7 @@ from app.core.repository import TenantRepository
 from app.models import ACTIVE_STATUSES, Approval, Message, Turn, TurnEvent
 from app.models.base import utcnow
 from app.runtime.events import PLAN_EVENTS_LIKE
+from app.runtime.stream import SEQ_BLOCK
 
 
 class TurnRepository(TenantRepository[Turn]):
@@ -38,6 +39,7 @@ class TurnRepository(TenantRepository[Turn]):
                 runner_id=runner_id,
                 updated_at=utcnow(),
                 concurrency_slot=None,
+                seq_ceiling=Turn.last_seq + SEQ_BLOCK,
             )
             .returning(Turn.id)
         )

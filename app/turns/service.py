@@ -30,6 +30,7 @@ from app.runtime.manager import TurnManager
 from app.runtime.queue import QueueFull
 from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
+from app.runtime.stream import SEQ_BLOCK
 from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas
 from app.turns.repository import TurnRepository
@@ -123,7 +124,8 @@ class TurnService:
             "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
-            "last_seq": 0, "created_at": now, "updated_at": now, "mode": body.mode, "max_steps": max_steps,
+            "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
+            "max_steps": max_steps,
         }  # fmt: skip
         if queued:
             await self._store_queued(turn)
@@ -148,6 +150,7 @@ class TurnService:
             token_quota=token_quota_of(admission.ceilings),
             mode=body.mode,
             max_steps=max_steps or 0,
+            seq_ceiling=SEQ_BLOCK,
         )
 
     async def _store_queued(self, turn: dict[str, Any]) -> None:

@@ -88,6 +88,11 @@ class MemoryJournal:
         self.dispatches.append((key, loop, call))
         await self.checkpoint()
 
+    async def ledger_dispatched(self, key: str) -> dict[str, Any] | None:
+        if key in self.ledger:
+            return None
+        return next((call.arguments for k, _, call in self.dispatches if k == key), None)
+
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
         return self.ledger.setdefault(key, result)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -22,6 +23,10 @@ class RawEvent(EventBody):
     """An event of any type and fields, for tests of the event log itself."""
 
     model_config = ConfigDict(extra="allow")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
 
 
 def raw_event(event_type: str, data: dict[str, Any]) -> EventBody:

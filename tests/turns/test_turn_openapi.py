@@ -70,7 +70,7 @@ def test_every_design_event_type_is_in_the_union(spec: dict[str, Any]) -> None:
         "turn.started", "node.started", "node.ended", "message.delta", "message.completed",
         "tool_call.requested", "policy.decision", "tool_call.completed", "approval.required",
         "context.degraded", "context.compacted", "usage", "plan.created", "plan.step.started",
-        "plan.step.completed", "turn.ended",
+        "plan.step.completed", "turn.ended", "turn.resumed",
     }
 
 

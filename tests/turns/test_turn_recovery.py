@@ -12,7 +12,7 @@ from sqlalchemy import insert, select
 from app.core.db import create_engine
 from app.models import Turn, TurnEvent
 from app.models.base import utcnow
-from app.runtime.store import RECOVERY_SEQ_GAP
+from app.runtime.stream import SEQ_BLOCK
 from tests.conftest import make_settings, running_app
 from tests.sse import read_turn
 from tests.turns.support import POLL_TIMEOUT_SECONDS, scripted_session
@@ -28,7 +28,7 @@ async def _orphan(database_url: str, tenant: str, session: dict[str, object]) ->
                 insert(Turn).values(
                     id=turn_id, tenant_id=tenant, session_id=uuid.UUID(str(session["id"])), status="running",
                     input="hi", max_loops=8, max_output_tokens=100, owner_sub="alice", last_seq=0,
-                    created_at=utcnow(), updated_at=utcnow(),
+                    seq_ceiling=SEQ_BLOCK, created_at=utcnow(), updated_at=utcnow(),
                 )
             )
             for seq, kind in [(1, "turn.started"), (2, "node.started")]:
@@ -57,7 +57,7 @@ async def test_restart_fails_an_orphaned_running_turn_with_server_restarted(
             frames = await read_turn(fresh, "GET", f"/turns/{turn_id}/events", headers=alice)
     assert [f.id for f in frames[:2]] == [1, 2]
     ended = frames[-1]
-    assert ended.id > 2 + RECOVERY_SEQ_GAP, "a dead run may have streamed unstored ids: they are skipped"
+    assert ended.id == SEQ_BLOCK + 1, "a dead run may have shown ids up to its ceiling: they are skipped"
     assert ended.event == "turn.ended"
     assert ended.data["status"] == "failed"
     assert ended.data["error"]["code"] == "server_restarted"

@@ -11,16 +11,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import Table, delete, func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
-from app.models import Agent, Runner, Session
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.batch import StagedRow
 from app.runtime.journal import ModelUsage, TurnIdentity
@@ -33,70 +31,14 @@ from app.runtime.store import (
     settle_turn,
     usage_row,
 )
-from app.runtime.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
-from tests.turns.support import raw_event
+from app.runtime.stream import EVENTS, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
+from tests.turns.support import now, raw_event
 
-AGENTS: Table = Agent.__table__  # type: ignore[assignment]
-SESSIONS: Table = Session.__table__  # type: ignore[assignment]
-RUNNERS: Table = Runner.__table__  # type: ignore[assignment]
 NEVER = 3600.0
 """A batching interval no test reaches: only explicit flushes and ends write."""
 POLICY_HASH = "f" * 64
 TRICKY_TEXT = "NULL, \"quoted\" {braces} [brackets] back\\slash 'single' é✓ \n newline"
 """Text that would break an array literal or a naive JSON encoding; the string "NULL" must stay a string."""
-
-
-# --- backends -------------------------------------------------------------------------------------
-
-
-# --- parent rows ----------------------------------------------------------------------------------
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-@pytest.fixture
-async def make_turn(engine: AsyncEngine, db: Sql) -> AsyncIterator[Callable[[], Awaitable[TurnIdentity]]]:
-    """`running` turns of fresh tenants, leased to a runner whose heartbeat is in the future.
-
-    (So the lease sweep of an app running on the shared PostgreSQL database never fails them.)
-    """
-    made: list[tuple[uuid.UUID, uuid.UUID]] = []
-
-    async def make() -> TurnIdentity:
-        tenant = f"writer-{uuid.uuid4().hex[:10]}"
-        agent_id, session_id, turn_id, runner_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-        await insert_rows(db, AGENTS, [{
-            "id": agent_id, "tenant_id": tenant, "created_at": now(), "name": "writer", "description": None,
-            "current_version": 1, "created_by": "alice", "updated_at": now(), "archived_at": None,
-        }])  # fmt: skip
-        await insert_rows(db, SESSIONS, [{
-            "id": session_id, "tenant_id": tenant, "created_at": now(), "agent_id": agent_id, "agent_version": 1,
-            "owner_sub": "alice", "snapshot": {"model": {"provider": "scripted"}}, "metadata": {}, "status": "open",
-            "updated_at": now(), "closed_at": None,
-        }])  # fmt: skip
-        await insert_rows(
-            db, RUNNERS, [{"id": runner_id, "started_at": now(), "heartbeat_at": now() + timedelta(days=1)}]
-        )
-        await insert_rows(db, TURNS, [{
-            "id": turn_id, "tenant_id": tenant, "created_at": now(), "session_id": session_id, "status": "running",
-            "input": "go", "final_output": None, "error": None, "input_tokens": 0, "output_tokens": 0,
-            "loop_count": 0, "max_loops": 8, "max_output_tokens": 1000, "last_seq": 0, "owner_sub": "alice",
-            "resumed_by": None, "runner_id": runner_id, "updated_at": now(), "ended_at": None,
-        }])  # fmt: skip
-        made.append((turn_id, runner_id))
-        return TurnIdentity(tenant_id=tenant, session_id=session_id, turn_id=turn_id, agent_id=agent_id)
-
-    try:
-        yield make
-    finally:
-        async with engine.begin() as conn:
-            for turn_id, runner_id in made:
-                await conn.execute(
-                    update(TURNS).where(TURNS.c.id == turn_id, TURNS.c.status == "running").values(status="cancelled")
-                )
-                await conn.execute(delete(RUNNERS).where(RUNNERS.c.id == runner_id))
 
 
 @pytest.fixture
@@ -124,7 +66,11 @@ async def writer(db: Sql, flusher: BatchFlusher) -> AsyncIterator[TurnWriter]:
 
 
 def stream_for(ident: TurnIdentity, writer: TurnWriter, last_seq: int = 0) -> TurnStream:
-    return TurnStream(turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=last_seq, writer=writer)
+    """A run's stream as the engine opens it: its start reserved a block of event ids."""
+    return TurnStream(
+        turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=last_seq, writer=writer,
+        ceiling=last_seq + SEQ_BLOCK,
+    )  # fmt: skip
 
 
 def receipt_row(ident: TurnIdentity, **fields: Any) -> dict[str, Any]:
