@@ -4,6 +4,13 @@ It wraps another `TurnRuntime` (the LangGraph loop) behind the same port, so the
 cancels, settles and resumes an autonomous turn like any other. Every step runs the inner loop with
 the turn's running totals (loops, tokens), so loop and budget limits count across the whole plan,
 and its loop index goes on from the previous step's: idempotency keys stay unique per step.
+
+A run that goes on from the database (an approval's decision, or a continuation of a turn whose
+replica was lost) rebuilds the plan from its `plan.*` events and the steps' conversation from the
+stored messages (app/autonomy/conversation.py). The running step goes on through the inner
+runtime's resume or continuation, never from its start, so its tool calls do not run twice; a
+running step with nothing stored yet starts again; a plan that was never stored is made again; a
+summary stored before the crash is the outcome.
 """
 
 from __future__ import annotations
@@ -64,9 +71,10 @@ class AutonomousRuntime:
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
         recording = StepJournal(journal)
         """Everything this run adds to the conversation: what every later prompt (and call index) goes on from."""
-        totals = _Totals(run.loop_count, run.input_tokens, run.output_tokens, _calls(run.history))
         plan = Plan.of_events(run.plan_events)
         stored = StoredTurn.of(run.history, plan)
+        loops = stored.loops if run.continuing else run.loop_count
+        totals = _Totals(loops, run.input_tokens, run.output_tokens, _calls(run.history))
         if not plan.steps:
             failure = await self._plan(run, stored.before, services, recording, totals, plan)
             if failure is not None:
@@ -210,7 +218,8 @@ class AutonomousRuntime:
         run: TurnRun, plan: Plan, step: Step, conversation: list[ChatMessage], totals: _Totals, going_on: bool
     ) -> TurnRun:
         """The inner loop's run for one todo, from the turn's running totals. A new step's history ends
-        with its goal; a step `going_on` goes on from its stored messages with the run's decisions."""
+        with its goal; a step `going_on` goes on from its stored messages with the run's decisions (an
+        approval's resume) or through the inner runtime's own continuation (a continued run)."""
         opening = goal(plan, step)
         return dataclasses.replace(
             run,
@@ -223,6 +232,7 @@ class AutonomousRuntime:
             decisions=run.decisions if going_on else {},
             pending=run.pending if going_on else [],
             last_text=run.last_text if going_on else "",
+            continued=run.continued if going_on else None,
         )
 
 
