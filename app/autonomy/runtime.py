@@ -87,6 +87,9 @@ class AutonomousRuntime:
         if going_on is None and plan.running() is None and plan.next_pending() is None and stored.summary is not None:
             yield totals.progress(status="completed", final_output=stored.summary)  # stored before a crash
             return
+        if any(s.status == "failed" for s in plan.steps):  # the turn ended with that step; its settle was lost
+            yield self._lost_end(run, plan, totals)
+            return
         conversation = stored.conversation(plan, going_on)
         while (step := plan.running() or plan.next_pending()) is not None:
             if step.status == "pending":
@@ -116,14 +119,22 @@ class AutonomousRuntime:
         yield await self._summary(run, services, recording, totals, plan)
 
     @staticmethod
+    def _lost_end(run: TurnRun, plan: Plan, totals: _Totals) -> Progress:
+        """The end of a turn whose failed step was stored but not the outcome it ended with: the limit
+        that stopped it if one is spent, else `failed` `server_restarted` (the step's error was lost)."""
+        if (over := _over_budget(run, plan, totals)) is not None:
+            return over
+        if totals.loop_count >= run.max_loops:
+            return totals.progress(status="loop_limit", final_output=plan.outputs() or None)
+        message = "the service restarted after a step of this turn failed"
+        return totals.progress(status="failed", error={"code": "server_restarted", "message": message})
+
+    @staticmethod
     def _limit(run: TurnRun, plan: Plan, totals: _Totals) -> Progress | None:
         """The outcome of a turn that may start no further step: `max_steps` reached, or its budget spent."""
         if sum(1 for s in plan.steps if s.status != "pending") >= max(run.max_steps, 1):
             return totals.progress(status="loop_limit", final_output=plan.outputs() or None)
-        if (reason := spent_reason(_budget(run), totals.spent())) is not None:
-            error = exceeded("budget_exceeded", reason, totals.spent())
-            return totals.progress(status="budget_exceeded", error=error, final_output=plan.outputs() or None)
-        return None
+        return _over_budget(run, plan, totals)
 
     async def _plan(
         self,
@@ -234,6 +245,14 @@ class AutonomousRuntime:
             last_text=run.last_text if going_on else "",
             continued=run.continued if going_on else None,
         )
+
+
+def _over_budget(run: TurnRun, plan: Plan, totals: _Totals) -> Progress | None:
+    """`budget_exceeded` with the done steps' outputs once the turn's budget is spent; None while it is not."""
+    if (reason := spent_reason(_budget(run), totals.spent())) is None:
+        return None
+    error = exceeded("budget_exceeded", reason, totals.spent())
+    return totals.progress(status="budget_exceeded", error=error, final_output=plan.outputs() or None)
 
 
 def _budget(run: TurnRun) -> Budget:

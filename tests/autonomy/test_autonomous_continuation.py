@@ -38,13 +38,13 @@ def _services() -> TurnServices:
     return TurnServices(provider=ScriptedProvider(), tools=tools, governance=FixedGovernance(PolicySet()))
 
 
-def _run(journal: MemoryJournal, *, continued: Continued | None = None) -> TurnRun:
+def _run(journal: MemoryJournal, *, continued: Continued | None = None, max_loops: int = 20) -> TurnRun:
     """The turn as the engine would read it back: its stored messages, `plan.*` events and usage."""
     model = {"provider": "scripted", "name": "scripted-1", "script": SCRIPT}
     return TurnRun(
         ident=journal.ident, agent_version=1, owner_sub="alice",
         snapshot={"model": model, "system_prompt": "be brief", "tools": ["builtin:echo"]},
-        input=INPUT.content, history=[INPUT, *journal.messages], max_loops=20, max_output_tokens=10_000,
+        input=INPUT.content, history=[INPUT, *journal.messages], max_loops=max_loops, max_output_tokens=10_000,
         input_tokens=sum(u.input_tokens for u in journal.usage),
         output_tokens=sum(u.output_tokens for u in journal.usage),
         mode="autonomous", max_steps=5, continued=continued,
@@ -52,11 +52,11 @@ def _run(journal: MemoryJournal, *, continued: Continued | None = None) -> TurnR
     )  # fmt: skip
 
 
-async def _until(journal: MemoryJournal, stop: Stop | None) -> Progress:
+async def _until(journal: MemoryJournal, stop: Stop | None, *, max_loops: int = 20) -> Progress:
     """Run a new turn; with `stop`, the run is dropped (never settled) at the first progress after which
     `stop` holds, as when its replica dies."""
     last = Progress()
-    runs = RUNTIME.run(_run(journal), _services(), journal)
+    runs = RUNTIME.run(_run(journal, max_loops=max_loops), _services(), journal)
     async for progress in runs:
         last = progress
         if stop is not None and stop(journal):
@@ -65,11 +65,11 @@ async def _until(journal: MemoryJournal, stop: Stop | None) -> Progress:
     return last
 
 
-async def _continued(first: MemoryJournal) -> tuple[MemoryJournal, Progress]:
+async def _continued(first: MemoryJournal, *, max_loops: int = 20) -> tuple[MemoryJournal, Progress]:
     """A second run on what the first recorded: the ledger and the dispatches carry over (they are stored)."""
     second = MemoryJournal(ident=first.ident, ledger=dict(first.ledger), dispatches=list(first.dispatches))
     second.messages = list(first.messages)
-    run = _run(first, continued=Continued("replica_lost", len(first.events)))
+    run = _run(first, continued=Continued("replica_lost", len(first.events)), max_loops=max_loops)
     last = Progress()
     async for progress in RUNTIME.run(run, _services(), second):
         last = progress
@@ -136,4 +136,14 @@ async def test_a_summary_stored_before_the_crash_is_the_outcome_without_another_
     second, outcome = await _continued(first)
     assert (outcome.status, outcome.final_output) == ("completed", "all three steps are done")
     assert second.messages == []
+    assert second.events == []
+
+
+async def test_a_failed_step_stored_before_the_crash_ends_the_turn_with_the_limit_that_stopped_it() -> None:
+    first = MemoryJournal()
+    lost = await _until(first, _after_first("plan.step.completed", 2), max_loops=3)
+    assert lost.status == "loop_limit"
+    assert [e["status"] for e in _of(first, "plan.step.completed")] == ["done", "failed"]
+    second, outcome = await _continued(first, max_loops=3)
+    assert (outcome.status, outcome.final_output, outcome.loop_count) == ("loop_limit", "first:\nstep one done", 3)
     assert second.events == []
