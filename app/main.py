@@ -200,7 +200,12 @@ def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolve
 def _runtimes(claude_sdk: ClaudeSdkRuntime) -> dict[str, TurnRuntime]:
     """The runtimes by name; `NAME+autonomous` runs PLAN / PURSUE over runtime NAME (app/autonomy)."""
     langgraph = LangGraphRuntime()
-    return {"langgraph": langgraph, "langgraph+autonomous": AutonomousRuntime(langgraph), "claude_sdk": claude_sdk}
+    return {
+        "langgraph": langgraph,
+        "langgraph+autonomous": AutonomousRuntime(langgraph),
+        "claude_sdk": claude_sdk,
+        "claude_sdk+autonomous": AutonomousRuntime(claude_sdk),
+    }
 
 
 def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:

@@ -18,11 +18,14 @@ from app.autonomy.plan import Plan, PlanInvalid, Step, parse_plan
 from app.providers.base import ChatMessage
 
 
-def goal(plan: Plan, step: Step) -> ChatMessage:
-    """The user message that opens a step: the plan, the todo's position, earlier steps' outputs."""
+def goal(plan: Plan, step: Step, request: str) -> ChatMessage:
+    """The user message that opens a step: the request, the plan, the todo's position, earlier steps' outputs.
+
+    It names the request itself: a runtime that never saw the PLAN call (a Claude Code session) gets it here.
+    """
     position = plan.steps.index(step) + 1
     text = (
-        f"You are carrying out step {position} of {len(plan.steps)} of a plan for the request above.\n"
+        f"You are carrying out step {position} of {len(plan.steps)} of a plan for this request: {request}\n"
         f"The plan:\n{plan.outline(step)}\n\nEarlier steps' outputs:\n{plan.outputs() or '(none yet)'}\n\n"
         f"Now do only this step: {step.title}"
     )
@@ -57,15 +60,15 @@ class StoredTurn:
             rest = rest[end + 1 :]
         return cls(before, mine[:planned], done, rest)
 
-    def conversation(self, plan: Plan, running: Step | None) -> list[ChatMessage]:
+    def conversation(self, plan: Plan, running: Step | None, request: str) -> list[ChatMessage]:
         """What the next prompt goes on from: each done step after its goal, then the running step's
         goal and messages (`running` only when it has stored messages to go on from)."""
         steps = [s for s in plan.steps if s.status == "done"]
         messages = [*self.before, *self.plan]
         for step, stored in zip(steps, self.done, strict=False):
-            messages += [goal(plan, step), *stored]
+            messages += [goal(plan, step, request), *stored]
         if running is not None:
-            messages += [goal(plan, running), *self.rest]
+            messages += [goal(plan, running, request), *self.rest]
         return messages
 
     @property

@@ -90,7 +90,7 @@ class AutonomousRuntime:
         if any(s.status == "failed" for s in plan.steps):  # the turn ended with that step; its settle was lost
             yield self._lost_end(run, plan, totals)
             return
-        conversation = stored.conversation(plan, going_on)
+        conversation = stored.conversation(plan, going_on, run.input)
         while (step := plan.running() or plan.next_pending()) is not None:
             if step.status == "pending":
                 if (stop := self._limit(run, plan, totals)) is not None:
@@ -231,7 +231,7 @@ class AutonomousRuntime:
         """The inner loop's run for one todo, from the turn's running totals. A new step's history ends
         with its goal; a step `going_on` goes on from its stored messages with the run's decisions (an
         approval's resume) or through the inner runtime's own continuation (a continued run)."""
-        opening = goal(plan, step)
+        opening = goal(plan, step, run.input)
         return dataclasses.replace(
             run,
             input=opening.content,

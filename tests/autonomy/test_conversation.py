@@ -72,12 +72,12 @@ def test_the_conversation_puts_each_steps_goal_before_its_messages() -> None:
     running = _call("c2")
     plan = _plan(("todo_1", "done"), ("todo_2", "running"))
     stored = StoredTurn.of([INPUT, PLAN, *step_1, *running], plan)
-    goals = [m for m in stored.conversation(plan, plan.running()) if m.role == "user"][1:]
+    goals = [m for m in stored.conversation(plan, plan.running(), "do it") if m.role == "user"][1:]
     assert [g.content.rsplit("\n", 1)[-1] for g in goals] == ["Now do only this step: a", "Now do only this step: b"]
-    conversation = stored.conversation(plan, plan.running())
+    conversation = stored.conversation(plan, plan.running(), "do it")
     assert [m for m in conversation if m.role != "user"] == [PLAN, *step_1, *running]
     assert conversation[-2:] == running
-    assert [m.role for m in stored.conversation(plan, None)][-1] == "assistant"
+    assert [m.role for m in stored.conversation(plan, None, "do it")][-1] == "assistant"
 
 
 def test_the_loops_count_each_steps_answered_rounds_but_not_the_plan_or_the_summary() -> None:

@@ -24,6 +24,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from app.autonomy.plan import PLAN_INSTRUCTION
+from app.autonomy.runtime import SUMMARY_INSTRUCTION
+
 SIDE_TEXT = "ok"
 
 
@@ -181,12 +184,14 @@ class MockAnthropic:
 
 
 def _is_loop_call(body: Any) -> bool:
-    """The agent's own model calls carry its tool list (or its system prompt marker); side calls do not."""
+    """The agent's own model calls carry its tool list (or a loop marker in the system prompt); side calls do not."""
     return isinstance(body, dict) and bool(body.get("tools")) or _has_marker(body)
 
 
 LOOP_MARKER = "[agent-loop]"
 """Tests put this in the agent's system prompt so a tool-less agent's calls are told from side calls."""
+LOOP_MARKERS = (LOOP_MARKER, PLAN_INSTRUCTION, SUMMARY_INSTRUCTION)
+"""An autonomous turn's plan and summary calls (made by the service, not Claude Code) are loop calls too."""
 
 
 def _has_marker(body: Any) -> bool:
@@ -194,7 +199,7 @@ def _has_marker(body: Any) -> bool:
         return False
     system = body.get("system")
     text = json.dumps(system) if system is not None else ""
-    return LOOP_MARKER in text
+    return any(json.dumps(marker)[1:-1] in text for marker in LOOP_MARKERS)
 
 
 def _chunks(text: str) -> list[str]:

@@ -8,91 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.claude_sdk.pool import ClientPool
 from app.models import PolicyDecision, ToolExecution
-from app.settings import AnthropicSettings, ClaudeSdkSettings, Settings
-from tests.claude_sdk.conftest import MOCK_KEY, claude_children
-from tests.claude_sdk.mock_anthropic import LOOP_MARKER, MockAnthropic, Step
-from tests.conftest import make_settings, running_app
-from tests.factories import create_agent, create_session
-from tests.sse import Frame, read_turn
-
-ECHO_TWO_DENIED = {"id": "no-twos", "point": "tool", "tool": "echo", "args": {"text": "two"}, "verdict": "deny",
-                   "reason": "twos are not allowed"}  # fmt: skip
-CALC_NEEDS_HUMAN = {"id": "calc-human", "point": "tool", "tool": "calculator", "verdict": "requires_approval",
-                    "reason": "arithmetic needs a human"}  # fmt: skip
-
-
-def sdk_config(**extra: Any) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "model": {"provider": "anthropic", "name": "claude-sonnet-4-5", "max_tokens": 512},
-        "system_prompt": f"{LOOP_MARKER} You are terse.",
-        "runtime": "claude_sdk",
-        "tools": ["builtin:echo", "builtin:calculator"],
-        "policies": [ECHO_TWO_DENIED, CALC_NEEDS_HUMAN],
-    }
-    return config | extra
-
-
-@pytest.fixture(scope="module")
-def sdk_settings(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory, mock_anthropic: MockAnthropic
-) -> Settings:
-    return make_settings(
-        database_url,
-        tmp_path_factory.mktemp("sdk-data"),
-        anthropic=AnthropicSettings(api_key=MOCK_KEY, base_url=mock_anthropic.base_url),
-        claude_sdk=ClaudeSdkSettings(max_sessions=1, idle_seconds=300),
-    )
-
-
-@pytest.fixture(scope="module")
-async def sdk_app(sdk_settings: Settings) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    async with running_app(sdk_settings) as pair:
-        yield pair
-
-
-@pytest.fixture
-def api(sdk_app: tuple[FastAPI, httpx.AsyncClient]) -> httpx.AsyncClient:
-    return sdk_app[1]
-
-
-@pytest.fixture
-def pool(sdk_app: tuple[FastAPI, httpx.AsyncClient]) -> ClientPool:
-    """The service's pool of Claude Code processes."""
-    return sdk_app[0].state.container.claude_sdk.pool  # type: ignore[no-any-return]
-
-
-async def new_session(api: httpx.AsyncClient, headers: dict[str, str], **extra: Any) -> str:
-    agent = await create_agent(api, headers, sdk_config(**extra), name="sdk-agent")
-    return str((await create_session(api, headers, agent["id"]))["id"])
-
-
-async def turn(api: httpx.AsyncClient, headers: dict[str, str], session_id: str, text: str) -> list[Frame]:
-    return await read_turn(api, "POST", f"/sessions/{session_id}/turns", json={"input": text}, headers=headers)
-
-
-async def session_after_one_turn(
-    api: httpx.AsyncClient, headers: dict[str, str], anthropic: MockAnthropic, reply: str
-) -> str:
-    session_id = await new_session(api, headers)
-    anthropic.play(Step(text=reply))
-    await turn(api, headers, session_id, "hi")
-    return session_id
-
-
-def of(frames: list[Frame], event: str) -> list[dict[str, Any]]:
-    return [f.data for f in frames if f.event == event]
+from app.settings import Settings
+from tests.claude_sdk.conftest import claude_children
+from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
+from tests.claude_sdk.service import new_session, of, session_after_one_turn, turn
+from tests.conftest import running_app
+from tests.sse import read_turn
 
 
 async def test_a_text_turn_streams_stores_and_replays(
