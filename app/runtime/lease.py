@@ -88,7 +88,8 @@ class RunnerLease:
         self._sweep = sweep
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncpg.Connection | None = None
-        self.started = False
+        self._locking = asyncio.Lock()
+        """One check of the lock connection at a time (the beat's, or a caller's)."""
 
     @property
     def postgresql(self) -> bool:
@@ -101,7 +102,6 @@ class RunnerLease:
         except (OSError, SQLAlchemyError, asyncpg.PostgresError) as exc:
             log.warning("runner registration failed (%s); retrying with the heartbeat", type(exc).__name__)
         await self._sweep()
-        self.started = True
         self._task = asyncio.create_task(self._beat())
 
     async def stop(self, *, deregister: bool = True) -> None:
@@ -131,6 +131,10 @@ class RunnerLease:
         """PostgreSQL: make sure this process holds its advisory lock on its own connection; True if it does."""
         if not self._postgresql:
             return False
+        async with self._locking:
+            return await self._hold_lock()
+
+    async def _hold_lock(self) -> bool:
         if self._lock is not None and not self._lock.is_closed():
             try:
                 async with asyncio.timeout(LOCK_CHECK_SECONDS):

@@ -397,7 +397,7 @@ async def test_a_drained_turn_is_handed_over_and_its_followers_told_to_reconnect
         draining = asyncio.create_task(manager_of(first_app).drain(0.1))
         async for chunk in chunks:
             raw += chunk
-    assert await draining == 1
+    assert await draining >= 1
     seen = parse(raw)
     turn_id = seen[0].data["turn_id"]
     async with sql.connect() as conn:
