@@ -20,7 +20,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
 from app.claude_sdk.events import EventMapper, ModelCall
-from app.claude_sdk.gate import Verdict
+from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.surface import ToolSurface
 from app.core.metrics import TOKENS, TOOL_CALLS
 from app.governance.policy import Decision, arguments_hash
@@ -75,9 +75,10 @@ class SdkTurn:
         """(name, arguments hash) of native calls a human approved: allowed once when made again."""
         self._queued: dict[tuple[str, str], deque[str]] = {}
         self._recorded: dict[str, asyncio.Event] = {}
-        self._had_tools = run.resumed
-        """Whether the latest model reply asked for tools (a resumed run continues such a reply)."""
+        self.had_tools = False
+        """Whether the latest model reply asked for tools (set when a run opens by finishing such a reply's batch)."""
         self.stop: tuple[EndStatus, dict[str, Any] | None] | None = None
+        self.gate = ToolGate(surface, services.governance, self)
 
     # -- the gate's recorder ------------------------------------------------------------------
 
@@ -129,9 +130,13 @@ class SdkTurn:
         await self._reply_recorded(call.id)
         key = self.key(call.id)
         await self.journal.dispatched(key, self.progress.loop_count, call)
-        result = await self.services.tools.run(call, key)
+        result = await self.execute(call, key)
         self.results[call.id] = await self.journal.ledger_put(key, self.progress.loop_count, call, result)
         return self.results[call.id]
+
+    async def execute(self, call: ToolCall, key: str) -> ToolResult:
+        """Run an in-process tool call through the turn's toolbox (its dispatch is recorded already)."""
+        return await self.services.tools.run(call, key)
 
     async def _reply_recorded(self, call_id: str) -> None:
         """Claude Code runs a tool only after the reply naming it streamed; wait until we recorded that reply."""
@@ -144,15 +149,12 @@ class SdkTurn:
 
     # -- the SDK turn ---------------------------------------------------------------------------
 
-    async def drive(self, client: ClaudeSDKClient, prompt: str | dict[str, Any]) -> AsyncIterator[Progress]:
-        if isinstance(prompt, str):
-            await client.query(prompt)
-        else:
-            await client.query(_one(prompt))
+    async def drive(self, client: ClaudeSDKClient, prompt: dict[str, Any]) -> AsyncIterator[Progress]:
+        await client.query(_one(prompt))
         async for message in client.receive_response():
             opened = self.mapper.opened
             events = self.mapper.map(message)
-            if self.mapper.opened > opened and self._had_tools:
+            if self.mapper.opened > opened and self.had_tools:
                 self.progress.loop_count += 1  # a new model call after a reply that asked for tools
             for kind, data in events:
                 await self._event(kind, data)
@@ -179,7 +181,7 @@ class SdkTurn:
         self.journal.event(_EVENTS[kind].model_validate(data))
 
     async def _closed(self, client: ClaudeSDKClient, call: ModelCall) -> None:
-        self._had_tools = bool(call.tool_calls)
+        self.had_tools = bool(call.tool_calls)
         self.progress.input_tokens += call.input_tokens
         self.progress.output_tokens += call.output_tokens
         TOKENS.labels(provider="anthropic", model=self.model, kind="input").inc(call.input_tokens)
