@@ -29,6 +29,8 @@ from app.claude_sdk.pool import ClientPool, PoolFull
 from app.claude_sdk.router import SessionRouter
 from app.claude_sdk.surface import ToolSurface, claude_tools
 from app.claude_sdk.turn import SdkTurn
+from app.providers.base import ProviderError
+from app.providers.registry import EndpointResolver
 from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
@@ -42,6 +44,8 @@ class SessionClient:
 
     sdk: ClaudeSDKClient
     router: SessionRouter
+    provider: Provider
+    """The key and URL its process was started with (a turn resolving another restarts it)."""
 
     async def connect(self) -> None:
         await self.sdk.connect()
@@ -51,10 +55,13 @@ class SessionClient:
 
 
 class ClaudeSdkRuntime:
-    def __init__(self, *, pool: ClientPool, data_dir: Path, provider: Provider, cli_path: Path | None = None) -> None:
+    def __init__(
+        self, *, pool: ClientPool, data_dir: Path, endpoints: EndpointResolver, cli_path: Path | None = None
+    ) -> None:
         self.pool = pool
         self.data_dir = data_dir
-        self.provider = provider
+        self.endpoints = endpoints
+        """The tenant's key (its credential, or the operator's environment key), as for the LangGraph runtime."""
         self.cli_path = cli_path
 
     def admits(self, session_id: uuid.UUID) -> bool:
@@ -65,9 +72,12 @@ class ClaudeSdkRuntime:
         await self.pool.close(session_id)
 
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
-        if not self.provider.api_key:
-            yield _failed("provider_not_configured", "no Anthropic API key is configured for the claude_sdk runtime")
+        try:
+            endpoint = await self.endpoints.resolve(run.ident.tenant_id, run.snapshot["model"])
+        except ProviderError as exc:
+            yield _failed(exc.code, exc.message)
             return
+        provider = Provider(api_key=endpoint.api_key, base_url=endpoint.base_url)
         try:
             specs = await services.tools.specs()
         except McpGatewayUnavailable as exc:
@@ -81,7 +91,7 @@ class ClaudeSdkRuntime:
         if isinstance(opening, Progress):
             yield opening
             return
-        if opening.restart:
+        if opening.restart or self._started_with_another(run.ident.session_id, provider):
             await self.pool.close(run.ident.session_id)
 
         async def open_client(session_id: uuid.UUID) -> SessionClient:
@@ -90,7 +100,7 @@ class ClaudeSdkRuntime:
                 session_id=session_id,
                 snapshot=run.snapshot,
                 folders=folders,
-                provider=self.provider,
+                provider=provider,
                 native_tools=native,
                 server=surface.server(router.run_tool) if surface.served else None,
                 can_use_tool=router.can_use_tool,
@@ -98,7 +108,7 @@ class ClaudeSdkRuntime:
                 cli_path=self.cli_path,
                 resume_at=opening.resume_at,
             )
-            return SessionClient(ClaudeSDKClient(options), router)
+            return SessionClient(ClaudeSDKClient(options), router, provider)
 
         try:
             async with self.pool.use(run.ident.session_id, open_client) as lease:
@@ -115,6 +125,11 @@ class ClaudeSdkRuntime:
                     client.router.unbind()
         except PoolFull as exc:
             yield _failed("too_many_turns", str(exc))
+
+    def _started_with_another(self, session_id: uuid.UUID, provider: Provider) -> bool:
+        """Whether the session's idle process holds another key or URL than this turn resolved (a rotated key)."""
+        lease = self.pool.get(session_id)
+        return lease is not None and isinstance(lease.client, SessionClient) and lease.client.provider != provider
 
     async def _settle_cancelled(self, client: SessionClient, session_id: uuid.UUID) -> None:
         """Interrupt Claude Code and read its turn to the end; close the process if it does not settle."""
