@@ -170,6 +170,9 @@ class SdkTurn:
             if call_id in self.waiting:
                 return
             call = self.calls.get(call_id) or ToolCall(id=call_id, name=data["name"], arguments={})
+            if call_id not in self.calls and not self.surface.known(call.name):
+                await self.gate.refused_unknown(call.name, call_id)  # Claude Code refused it before any hook
+                self.denied.add(call_id)
             result = self.results.get(call_id)
             if result is None:  # a native tool Claude Code ran itself
                 result = ToolResult(data["result"], is_error=data["is_error"])
