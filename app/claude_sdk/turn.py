@@ -12,19 +12,23 @@ before they run; output beyond `max_output_tokens` stops it `budget_exceeded`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+from opentelemetry import context as otel_context
 
 from app.claude_sdk.events import EventMapper, ModelCall
 from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.surface import ToolSurface
-from app.core.metrics import TOKENS, TOOL_CALLS
+from app.core import tracing
+from app.core.metrics import TOOL_CALLS
 from app.governance.policy import Decision, arguments_hash
-from app.providers.base import ChatMessage, ToolCall
+from app.graph import telemetry
+from app.providers.base import ChatMessage, ModelResponse, ToolCall
 from app.runtime.events import (
     EndStatus,
     EventBody,
@@ -79,6 +83,11 @@ class SdkTurn:
         """Whether the latest model reply asked for tools (set when a run opens by finishing such a reply's batch)."""
         self.stop: tuple[EndStatus, dict[str, Any] | None] | None = None
         self.gate = ToolGate(surface, services.governance, self)
+        self.max_tokens = int(run.snapshot["model"].get("max_tokens", 1024))
+        self._span: telemetry.ModelCall | None = None
+        """The model call streaming now (`chat {model}`)."""
+        self._trace = otel_context.get_current()
+        """The turn's trace context (`invoke_agent`), for the tool calls Claude Code calls back into."""
 
     # -- the gate's recorder ------------------------------------------------------------------
 
@@ -136,7 +145,12 @@ class SdkTurn:
 
     async def execute(self, call: ToolCall, key: str) -> ToolResult:
         """Run an in-process tool call through the turn's toolbox (its dispatch is recorded already)."""
-        return await self.services.tools.run(call, key)
+        mcp = self.services.tools.is_mcp(call.name)
+        with telemetry.tool_call(call.name, call.id, mcp=mcp, parent=self._trace) as span:
+            result = await self.services.tools.run(call, key)
+            if result.is_error:
+                tracing.set_error(span, "tool_error")
+        return result
 
     async def _reply_recorded(self, call_id: str) -> None:
         """Claude Code runs a tool only after the reply naming it streamed; wait until we recorded that reply."""
@@ -151,18 +165,22 @@ class SdkTurn:
 
     async def drive(self, client: ClaudeSDKClient, prompt: dict[str, Any]) -> AsyncIterator[Progress]:
         await client.query(_one(prompt))
-        async for message in client.receive_response():
-            opened = self.mapper.opened
-            events = self.mapper.map(message)
-            if self.mapper.opened > opened and self.had_tools:
-                self.progress.loop_count += 1  # a new model call after a reply that asked for tools
-            for kind, data in events:
-                await self._event(kind, data)
-            for call in self.mapper.take_closed():
-                await self._closed(client, call)
-            if isinstance(message, ResultMessage):
-                self._finish(message)
-            yield self.progress
+        with contextlib.ExitStack() as spans:
+            async for message in client.receive_response():
+                opened = self.mapper.opened
+                events = self.mapper.map(message)
+                if self.mapper.opened > opened:
+                    self._span = spans.enter_context(telemetry.model_call("anthropic", self.model, self.max_tokens))
+                    if self.had_tools:
+                        self.progress.loop_count += 1  # a new model call after a reply that asked for tools
+                for kind, data in events:
+                    await self._event(kind, data)
+                for call in self.mapper.take_closed():
+                    await self._closed(client, call)
+                    spans.close()
+                if isinstance(message, ResultMessage):
+                    self._finish(message)
+                yield self.progress
 
     async def _event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "tool_call.completed":
@@ -187,8 +205,11 @@ class SdkTurn:
         self.had_tools = bool(call.tool_calls)
         self.progress.input_tokens += call.input_tokens
         self.progress.output_tokens += call.output_tokens
-        TOKENS.labels(provider="anthropic", model=self.model, kind="input").inc(call.input_tokens)
-        TOKENS.labels(provider="anthropic", model=self.model, kind="output").inc(call.output_tokens)
+        if self._span is not None:  # the call's tokens (metrics) and its span's usage attributes
+            self._span.finished(
+                ModelResponse(call.text, call.tool_calls, call.input_tokens, call.output_tokens, call.stop_reason)
+            )
+            self._span = None
         self.progress.last_text = call.text
         message = ChatMessage(role="assistant", content=call.text, tool_calls=tuple(call.tool_calls))
         self.journal.assistant_message(message, ModelUsage(self.model, call.input_tokens, call.output_tokens))
