@@ -33,9 +33,10 @@ async def test_a_tool_turn_is_one_trace_of_agent_chat_and_tool_spans(
         assert chat.kind == SpanKind.CLIENT
         assert chat.attributes is not None
         assert chat.attributes["gen_ai.provider.name"] == "anthropic"
-    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats if c.attributes) == ended["usage"][
-        "output_tokens"
-    ]
+    assert (
+        sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats if c.attributes)
+        == ended["usage"]["output_tokens"]
+    )
     (tool,) = _named(spans, "execute_tool echo")
     assert _parent_id(tool) == agent.context.span_id
     assert tool.context.trace_id == agent.context.trace_id

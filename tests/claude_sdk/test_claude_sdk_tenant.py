@@ -1,17 +1,24 @@
-"""The Claude SDK runtime's key is the tenant's, resolved per turn like the LangGraph runtime's (BYOK)."""
+"""The tenant's side of a Claude SDK turn: its key, resolved per turn like the LangGraph runtime's (BYOK), and its
+token quota, which every model call Claude Code makes reserves from."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import httpx
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.claude_sdk.pool import ClientPool
+from app.governance.period import period_bounds
+from app.models import QuotaLedger, ToolExecution
 from tests.claude_sdk.conftest import MOCK_KEY
 from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
-from tests.claude_sdk.service import new_session, turn
+from tests.claude_sdk.service import new_session, of, turn
 from tests.conftest import TokenFactory
+from tests.usage.support import put_limits
 
 TENANT_KEY = "sk-ant-tenant-own-key-0123456789"
 ROTATED_KEY = "sk-ant-tenant-rotated-key-9876543210"
@@ -71,3 +78,50 @@ async def test_a_byok_only_tenant_without_its_own_key_gets_no_claude_code_turn(
     assert frames[-1].data["error"]["code"] == "provider_not_configured"
     assert MOCK_KEY not in str(frames)
     assert anthropic.log == []
+
+
+async def ledger(sql: AsyncEngine, tenant: str) -> tuple[int, int]:
+    start = period_bounds("day", datetime.now(UTC))[0]
+    async with sql.connect() as conn:
+        query = select(QuotaLedger.used, QuotaLedger.reserved).where(
+            QuotaLedger.tenant_id == tenant, QuotaLedger.period_start == start
+        )
+        row = (await conn.execute(query)).one()
+    return int(row.used), int(row.reserved)
+
+
+async def test_every_model_call_reserves_from_the_quota_and_settles_to_its_usage(
+    api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
+    sql: AsyncEngine, tenant: str,
+) -> None:  # fmt: skip
+    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
+    session_id = await new_session(api, alice)
+    anthropic.play(Step(tool_calls=[("mcp__agent__echo", {"text": "one"})]), Step(text="echoed"))
+
+    frames = await turn(api, alice, session_id, "echo one")
+
+    usage = frames[-1].data["usage"]
+    assert frames[-1].data["status"] == "completed"
+    assert await ledger(sql, tenant) == (usage["input_tokens"] + usage["output_tokens"], 0)
+
+
+async def test_a_quota_spent_mid_turn_stops_claude_code_before_its_next_call(
+    api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
+    sql: AsyncEngine, tenant: str,
+) -> None:  # fmt: skip
+    await put_limits(api, admin, token_quota={"period": "day", "tokens": 10})
+    session_id = await new_session(api, alice)
+    anthropic.play(Step(text="Echoing.", tool_calls=[("mcp__agent__echo", {"text": "one"})]), Step(text="never"))
+
+    frames = await turn(api, alice, session_id, "echo one")
+
+    ended = frames[-1].data
+    assert ended["status"] == "budget_exceeded"
+    assert ended["error"]["code"] == "quota_exceeded"
+    assert ended["final_output"] == "Echoing."
+    assert len(anthropic.loop_requests()) == 1
+    assert of(frames, "tool_call.completed") == []
+    async with sql.connect() as conn:
+        ran = (await conn.execute(select(ToolExecution.id).where(ToolExecution.tenant_id == tenant))).all()
+    assert ran == []
+    assert await ledger(sql, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
