@@ -9,26 +9,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
+from app.chat_turn import LostStream, TurnView, follow_to_the_end
+
 
 class ChatError(Exception):
     """Something the user can act on; printed as one line, exit status 1."""
-
-
-def _frames(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
-    event, data = "", ""
-    for line in response.iter_lines():
-        if line.startswith("event:"):
-            event = line.removeprefix("event:").strip()
-        elif line.startswith("data:"):
-            data = line.removeprefix("data:").strip()
-        elif not line and data:
-            yield event, json.loads(data)
-            event, data = "", ""
 
 
 def _problem(response: httpx.Response) -> str:
@@ -43,34 +32,23 @@ def _problem(response: httpx.Response) -> str:
     return f"{body.get('title', 'HTTP error')} ({response.status_code}): {detail}"
 
 
-def _show(client: httpx.Client, url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Stream one turn (or resume) to the terminal; returns the approvals it asks for."""
-    asked: list[dict[str, Any]] = []
-    with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as response:
-        if response.status_code == 202:
-            print("  (recorded; other approvals of this step still wait)")
-            return []
-        if response.status_code >= 400:
-            print(f"error: {_problem(response)}", file=sys.stderr)
-            return []
-        for event, data in _frames(response):
-            _print_event(event, data, asked)
-    return asked
-
-
-def _print_event(event: str, data: dict[str, Any], asked: list[dict[str, Any]]) -> None:
-    if event == "message.delta":
-        print(data["text"], end="", flush=True)
-    elif event == "tool_call.completed":
-        print(f"\n  [{data['name']}] -> {data['result']}")
-    elif event == "policy.decision" and data.get("verdict") == "deny":
-        print(f"\n  [policy {data.get('rule_id') or ''}] denied: {data.get('reason') or ''}")
-    elif event == "approval.required":
-        asked.append(data)
-    elif event == "turn.ended":
-        error = data.get("error")
-        suffix = f" ({error['code']}: {error.get('message', '')})" if error else ""
-        print(f"\n[{data['status']}{suffix}]")
+def _show(client: httpx.Client, url: str, body: dict[str, Any]) -> TurnView:
+    """Stream one turn (or resume) to the terminal, reconnecting if its stream is cut; returns what it showed."""
+    view = TurnView()
+    try:
+        with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as response:
+            if response.status_code == 202:
+                print("  (recorded; other approvals of this step still wait)")
+                return view
+            if response.status_code >= 400:
+                print(f"error: {_problem(response)}", file=sys.stderr)
+                return view
+            view.read(response)
+    except httpx.TransportError:
+        if view.turn_id is None:
+            raise  # nothing started that could be picked up: the service is not there
+    follow_to_the_end(client, view)
+    return view
 
 
 def _decide(client: httpx.Client, approvals: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -80,7 +58,7 @@ def _decide(client: httpx.Client, approvals: list[dict[str, Any]]) -> list[dict[
         print(f"\napproval needed{reason}")
         answer = input(f"approve {item['name']}({json.dumps(item['arguments'])})? [y/N] ").strip().lower()
         decision = "approve" if answer in ("y", "yes") else "deny"
-        follow_up = _show(client, f"/approvals/{item['approval_id']}", {"decision": decision})
+        follow_up = _show(client, f"/approvals/{item['approval_id']}", {"decision": decision}).asked
     return follow_up
 
 
@@ -113,7 +91,7 @@ def _converse(client: httpx.Client, session_id: str) -> int:
             return 0
         if not text:
             continue
-        pending = _show(client, f"/sessions/{session_id}/turns", {"input": text})
+        pending = _show(client, f"/sessions/{session_id}/turns", {"input": text}).asked
         while pending:
             pending = _decide(client, pending)
 
@@ -130,7 +108,7 @@ def run_chat(session_id: str | None, *, base_url: str, token: str | None, agent_
     try:
         with httpx.Client(base_url=base_url, headers=headers, timeout=httpx.Timeout(10, read=None)) as client:
             return _converse(client, _open_session(client, session_id, agent_id))
-    except ChatError as exc:
+    except (ChatError, LostStream) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except httpx.TransportError as exc:
         print(f"error: cannot reach the service at {base_url} ({type(exc).__name__}); is it running?",

@@ -1,10 +1,12 @@
 """The real service in a process of its own (`agent-runtime serve` on loopback), for tests that must
-watch what a request does to the process: its memory limit, whether it survives, what it logs."""
+watch what a request does to the process: its memory limit, whether it survives, what it logs, or
+what its peers on the same database do when it is killed or drained."""
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +34,27 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def wait_ready(self) -> None:
+        _wait_until_ready(self)
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies at once, as in a crash; nothing of it runs any more."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def terminate(self) -> None:
+        """SIGTERM: the process drains (see `DrainingServer`) and exits by itself."""
+        self.process.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if the drain has not ended the process within 30 s."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -46,19 +69,16 @@ def _address_space_limit(limit_bytes: int) -> Callable[[], None]:
     return apply
 
 
-@contextmanager
-def live_server(
+def spawn_server(
     database_url: str,
     secret: str,
     work_dir: Path,
     *,
     memory_limit_bytes: int | None = None,
     env_overrides: dict[str, str] | None = None,
-) -> Iterator[LiveServer]:
-    """Serve on a free loopback port until the block ends; the log (stdout and stderr) goes to a file.
-
-    The block's end is a SIGTERM, which drains: running turns get `SHUTDOWN_GRACE_SECONDS` (5 here
-    unless overridden) before the process stops."""
+) -> LiveServer:
+    """Start serving on a free loopback port (not yet ready: see `wait_ready`); the log (stdout and
+    stderr) goes to a file. `SHUTDOWN_GRACE_SECONDS` is 5 unless overridden."""
     port = _free_port()
     env = {
         **os.environ,
@@ -75,17 +95,28 @@ def live_server(
         process = subprocess.Popen(  # noqa: S603 - our own CLI, fixed arguments
             command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec, cwd=Path.cwd()
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+    return LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+
+
+@contextmanager
+def live_server(
+    database_url: str,
+    secret: str,
+    work_dir: Path,
+    *,
+    memory_limit_bytes: int | None = None,
+    env_overrides: dict[str, str] | None = None,
+) -> Iterator[LiveServer]:
+    """A ready server until the block ends. The block's end is a SIGTERM, which drains: running turns
+    get `SHUTDOWN_GRACE_SECONDS` before the process stops."""
+    server = spawn_server(
+        database_url, secret, work_dir, memory_limit_bytes=memory_limit_bytes, env_overrides=env_overrides
+    )
     try:
-        _wait_until_ready(server)
+        server.wait_ready()
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def _wait_until_ready(server: LiveServer) -> None:

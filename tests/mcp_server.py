@@ -36,6 +36,7 @@ class Seen:
     client_port: int | None
     path: str = ""
     tool_name: str | None = None
+    tool_arguments: dict[str, Any] | None = None
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Recorder:
         body = await _read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         rpc = _rpc(body)
+        call = (rpc.get("params") or {}) if rpc.get("method") == "tools/call" else {}
         seen = Seen(
             scope["method"],
             rpc.get("method"),
@@ -74,7 +76,8 @@ class Recorder:
             headers.get("x-idempotency-key"),
             (scope.get("client") or (None, None))[1],
             path=scope["path"],
-            tool_name=(rpc.get("params") or {}).get("name") if rpc.get("method") == "tools/call" else None,
+            tool_name=call.get("name"),
+            tool_arguments=call.get("arguments"),
         )
         self.gateway.requests.append(seen)
         if self.rejected_bearer is not None and seen.authorization == f"Bearer {self.rejected_bearer}":

@@ -1,4 +1,4 @@
-"""A small SSE reader for tests: parses `id`, `event`, `data` frames and skips comments."""
+"""A small SSE reader for tests: parses `id`, `event`, `data` frames and `retry:` hints, skips comments."""
 
 from __future__ import annotations
 
@@ -17,28 +17,47 @@ class Frame:
     data: dict[str, Any]
 
 
+def _fields(block: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in block.split("\n"):
+        if not line or line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        fields[name] = value.removeprefix(" ")
+    return fields
+
+
+def _blocks(text: str) -> list[dict[str, str]]:
+    return [_fields(block) for block in text.replace("\r\n", "\n").split("\n\n")]
+
+
 def parse(text: str) -> list[Frame]:
-    frames = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            fields[name] = value.removeprefix(" ")
-        if "data" in fields:
-            frames.append(Frame(int(fields["id"]), fields["event"], json.loads(fields["data"])))
-    return frames
+    return [
+        Frame(int(fields["id"]), fields["event"], json.loads(fields["data"]))
+        for fields in _blocks(text)
+        if "data" in fields
+    ]
 
 
-async def iter_frames(response: httpx.Response) -> AsyncIterator[Frame]:
+def retry_hints(text: str) -> list[int]:
+    """The reconnection delays (ms) the server sent as `retry:` lines, in order."""
+    return [int(fields["retry"]) for fields in _blocks(text) if "retry" in fields]
+
+
+async def iter_blocks(response: httpx.Response) -> AsyncIterator[str]:
+    """The stream's blocks (each ends with its blank line) as they arrive."""
     buffer = ""
     async for chunk in response.aiter_text():
         buffer += chunk.replace("\r\n", "\n")
         while "\n\n" in buffer:
             block, buffer = buffer.split("\n\n", 1)
-            for frame in parse(block + "\n\n"):
-                yield frame
+            yield block + "\n\n"
+
+
+async def iter_frames(response: httpx.Response) -> AsyncIterator[Frame]:
+    async for block in iter_blocks(response):
+        for frame in parse(block):
+            yield frame
 
 
 async def read_turn(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> list[Frame]:

@@ -7,11 +7,18 @@ import sys
 import uuid
 
 import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.chat import _show
+from app.chat_turn import MAX_RECONNECTS
+from app.main import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
 from tests.factories import create_agent, create_session, scripted_config
-from tests.turns.loopback import serve_on_loopback
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
+from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 CONFIG = scripted_config(
     {"text": "Let me work it out.", "tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
@@ -83,3 +90,72 @@ async def test_chat_with_agent_creates_a_session(settings: Settings, alice: dict
     assert len(sessions) == 1
     assert f"session {sessions[0]['id']} on agent {agent['id']}" in out
     assert "Hello from a new session." in out
+
+
+
+
+async def _assistant_texts(base_url: str, headers: dict[str, str], session_id: str) -> list[str]:
+    async with httpx.AsyncClient(base_url=base_url) as client:
+        messages = (await client.get(f"/sessions/{session_id}/messages", headers=headers)).json()["items"]
+    return [m["content"] for m in messages if m["role"] == "assistant" and m["content"]]
+
+
+async def test_chat_reconnects_after_a_hand_over_and_keeps_only_what_was_stored(
+    settings: Settings, sql: AsyncEngine, alice: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    front = HandOverApp(create_app(settings), sql, HandOver(durable=2, lost=13))
+    async with serve_asgi(front, lifespan="on") as base_url:
+        async with httpx.AsyncClient(base_url=base_url) as client:
+            agent = await create_agent(client, alice, TOOL_THEN_ANSWER)
+            session = await create_session(client, alice, agent["id"])
+        with httpx.Client(base_url=base_url, headers=alice, timeout=httpx.Timeout(30)) as client:
+            view = await asyncio.to_thread(_show, client, f"/sessions/{session['id']}/turns", {"input": "echo?"})
+        stored = await _assistant_texts(base_url, alice, session["id"])
+    out = capsys.readouterr().out
+    assert front.result is not None
+    lost_text = "".join(e["text"] for e in front.result.shown if e["type"] == "message.delta")
+    assert lost_text.startswith("Let me ASK THE")  # the terminal showed the lost run's text …
+    assert lost_text in out
+    notice = "[the turn moved to another replica (shutdown): "
+    assert out.count(notice) == 1
+    before, after = out.split(notice)
+    assert "characters of the reply and 1 tool result above are withdrawn and redone below]" in after
+    assert "[echo] -> hello" in before
+    assert after.count("Let me ask the echo tool.") == 1  # … and then the reply as made again, once
+    assert after.count("[echo] -> hello") == 1
+    assert after.rstrip().endswith("The echo said hello.\n[completed]")
+    assert view.ended
+    assert view.replies == stored == ["Let me ask the echo tool.", "The echo said hello."]
+    resumed = next(e for e in view.events if e["type"] == "turn.resumed")
+    assert [e["type"] for e in view.events if e["seq"] < resumed["seq"]][-1] == "node.started"  # no delta kept
+
+
+def _refusing_follows(app: ASGIApp) -> ASGIApp:
+    """Every `GET /turns/{id}/events` answers 503, as if no replica could serve the turn's stream."""
+
+    async def front(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/events"):
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return front
+
+
+async def test_chat_gives_up_reconnecting_with_a_clear_message(
+    settings: Settings, sql: AsyncEngine, alice: dict[str, str]
+) -> None:
+    front = HandOverApp(create_app(settings), sql)
+    async with serve_asgi(_refusing_follows(front), lifespan="on") as base_url:
+        async with httpx.AsyncClient(base_url=base_url) as client:
+            agent = await create_agent(client, alice, TOOL_THEN_ANSWER)
+            session = await create_session(client, alice, agent["id"])
+        token = alice["Authorization"].removeprefix("Bearer ")
+        code, out, err = await _chat(session["id"], "--url", base_url, "--token", token, stdin=b"echo?\n")
+    assert front.result is not None
+    turn_id = front.result.stored[0]["turn_id"]
+    assert code == 1
+    assert err.count("(reconnecting: the service answered HTTP 503)") == MAX_RECONNECTS
+    assert f"error: lost the stream of turn {turn_id} ({MAX_RECONNECTS} reconnects brought nothing)" in err
+    assert "Traceback" not in err + out

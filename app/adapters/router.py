@@ -90,7 +90,7 @@ async def run_ag_ui(
     session_id = await runs.thread(agent_id, run_input.thread_id)
     resumed = await runs.answer(session_id, answers) if answers else None
     run = resumed or await _run(runs, session_id, ag_ui.user_text(run_input.messages))
-    translator = ag_ui.AgUiRun(thread_id=run_input.thread_id, run_id=run_input.run_id)
+    translator = ag_ui.AgUiRun(thread_id=run_input.thread_id, run_id=run_input.run_id, messages=run_input.messages)
     return event_stream_response(
         ag_ui.frames(translator, run.events), ping_seconds=container.settings.http.sse_ping_seconds
     )

@@ -5,14 +5,20 @@ of the caller's sessions on this agent is that session; any other id maps to a s
 derived from (tenant, caller, agent, thread) — created on first use, found again on the next
 request, with no table of its own. Events come from the turn's log (`TurnService.follow`, stored
 then live), so a run replays through an adapter exactly as through `GET /turns/{id}/events`.
+
+The protocols' clients do not reconnect by themselves, so when a hand-over cuts the turn's stream
+(it ends without `turn.ended`) the adapter follows the turn again through the store, from the last
+event it passed on, and the client sees the continuation (with its `turn.resumed`) in the same run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -32,6 +38,8 @@ from app.turns.schemas import TurnCreate
 from app.turns.service import TurnService
 
 THREAD_NAMESPACE = uuid.UUID("6f1c2a52-4b7e-4d55-9a53-0c7e8f3b2d19")
+MAX_FOLLOWS = 3
+"""Follows in a row that bring no event before an adapter's stream gives up on a cut turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +89,23 @@ class AdapterRuns:
 
     async def start(self, session_id: uuid.UUID, text: str) -> Run:
         turn_id, stream = await self.turns.start(session_id, TurnCreate(input=text))
-        return Run(session_id, turn_id, events_of(stream.follow(stream.first_seq - 1)))
+        return Run(session_id, turn_id, self._to_the_end(turn_id, stream.follow, stream.first_seq - 1))
+
+    async def _to_the_end(
+        self, turn_id: uuid.UUID, follow: Callable[[int], AsyncIterator[bytes]], after: int
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The events of `follow(after)`, followed again through the store while a hand-over cut them."""
+        idle = 0
+        while idle < MAX_FOLLOWS:
+            last, ended = after, False
+            async with aclosing(events_of(follow(after))) as events:
+                async for event in events:
+                    yield event
+                    after, ended = event["seq"], event["type"] == "turn.ended"
+            if ended:
+                return
+            idle = 0 if after > last else idle + 1
+            follow = partial(self.turns.follow, turn_id)
 
     async def latest(self, session_id: uuid.UUID) -> Run | None:
         """The latest run of the session's latest turn (after an approval: the resumed part), or None."""
@@ -95,7 +119,8 @@ class AdapterRuns:
         else:
             async with unit_of_work(self.container.session_factory) as db:
                 started = await TurnRepository(db, self.principal.tenant_id).last_seq_of(turn_id, "turn.started")
-        return Run(session_id, turn_id, events_of(self.turns.follow(turn_id, (started or 1) - 1)))
+        follow = partial(self.turns.follow, turn_id)
+        return Run(session_id, turn_id, self._to_the_end(turn_id, follow, (started or 1) - 1))
 
     async def answer(self, session_id: uuid.UUID, decisions: list[tuple[uuid.UUID, ApprovalDecision]]) -> Run | None:
         """Decide each approval still pending through the approvals service; the run they resume, if any.
@@ -113,6 +138,6 @@ class AdapterRuns:
                 continue
             outcome = await approvals.decide(approval_id, decision)
             if isinstance(outcome, Resumed):
-                follow = outcome.stream.follow(outcome.stream.first_seq - 1)
-                resumed = Run(current.session_id, outcome.turn_id, events_of(follow))
+                events = self._to_the_end(outcome.turn_id, outcome.stream.follow, outcome.stream.first_seq - 1)
+                resumed = Run(current.session_id, outcome.turn_id, events)
         return resumed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ag_ui.core import EventType
+from ag_ui.core import EventType, UserMessage
 
 from app.adapters import ag_ui, ai_sdk
 
@@ -142,3 +142,80 @@ def test_user_text_is_the_last_message_when_it_is_the_users() -> None:
     assert ai_sdk.user_text(ui) == "ab"
     assert ai_sdk.user_text([*ui, {"id": "2", "role": "assistant", "parts": []}]) is None
     assert ai_sdk.user_text([]) is None
+
+
+def _continued(*items: tuple[int, str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"turn_id": TURN, "seq": seq, "type": t, **d} for seq, t, d in items]
+
+
+END = {"status": "completed", "final_output": "Done.", "usage": {"input_tokens": 5, "output_tokens": 5},
+       "loop_count": 1, "error": None}  # fmt: skip
+LOST_IN_ONE_STREAM = _continued(
+    (1, "turn.started", {"resumed_by": None}),
+    (2, "message.delta", {"text": "Let "}),
+    (3, "message.delta", {"text": "me check."}),
+    (4, "message.completed", {"text": "Let me check.", "stop_reason": "tool_use"}),  # 4-6 never stored
+    (5, "tool_call.requested", {"tool_call_id": "c1", "name": "echo", "arguments": {"text": "hi"}}),
+    (6, "tool_call.completed", {"tool_call_id": "c1", "name": "echo", "is_error": False, "result": "hi"}),
+    (257, "turn.resumed", {"reason": "shutdown", "from_loop": 0, "last_durable_seq": 3}),
+    (258, "message.delta", {"text": "Let me look."}),
+    (259, "message.completed", {"text": "Let me look.", "stop_reason": "tool_use"}),
+    (260, "tool_call.requested", {"tool_call_id": "c9", "name": "echo", "arguments": {"text": "hi"}}),
+    (261, "tool_call.completed", {"tool_call_id": "c9", "name": "echo", "is_error": False, "result": "hi"}),
+    (262, "message.completed", {"text": "Done.", "stop_reason": "end_turn"}),
+    (263, "turn.ended", END),
+)
+"""A stream the adapter followed across a hand-over: what the lost replica showed, then the continuation."""
+REPLAYED = _continued(
+    (1, "turn.started", {"resumed_by": None}),
+    (2, "message.delta", {"text": "Let "}),  # stored, but the reply it began is made again
+    (257, "turn.resumed", {"reason": "replica_lost", "from_loop": 0, "last_durable_seq": 2}),
+    (258, "message.delta", {"text": "Done."}),
+    (259, "message.completed", {"text": "Done.", "stop_reason": "end_turn"}),
+    (260, "turn.ended", END),
+)
+"""A continued turn replayed from the store."""
+
+
+def test_ag_ui_withdraws_what_a_hand_over_lost_with_a_messages_snapshot() -> None:
+    out = _ag_ui(LOST_IN_ONE_STREAM)
+    types = [e["type"] for e in out]
+    assert types.count("RUN_STARTED") == 1
+    assert types.count("TEXT_MESSAGE_START") == types.count("TEXT_MESSAGE_END") == 3
+    resumed = types.index("CUSTOM")
+    first_text = out[1]["messageId"]
+    result_id = next(e["messageId"] for e in out if e["type"] == "TOOL_CALL_RESULT")
+    assert out[resumed]["name"] == "turn.resumed"
+    assert out[resumed]["value"]["last_durable_seq"] == 3
+    assert out[resumed]["value"]["withdrawn_message_ids"] == [first_text, "c1", result_id]
+    assert out[resumed + 1] == {"type": "MESSAGES_SNAPSHOT", "messages": []}  # nothing of this run is kept
+    assert first_text not in {e.get("messageId") for e in out[resumed:]}  # the reply made again: a new message
+    assert [e["toolCallId"] for e in out if e["type"] == "TOOL_CALL_START"] == ["c1", "c9"]
+
+
+def test_ag_ui_closes_the_reply_a_replay_was_streaming_and_keeps_the_input_messages() -> None:
+    run = ag_ui.AgUiRun(thread_id="thread", run_id="run", messages=[UserMessage(id="u1", content="hello?")])
+    out = [json.loads(ag_ui.encode(e).removeprefix(b"data: ")) for e in [
+        *run.started(), *(t for event in REPLAYED for t in run.translate(event))]]  # fmt: skip
+    assert [e["type"] for e in out] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "CUSTOM",
+        "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED",
+    ]  # fmt: skip
+    assert out[4]["value"]["withdrawn_message_ids"] == [out[1]["messageId"]]
+    assert out[5]["messages"] == [{"id": "u1", "role": "user", "content": "hello?"}]
+    assert out[-1]["result"] == "Done."
+
+
+def test_ai_sdk_names_what_a_hand_over_withdrew_in_a_data_part() -> None:
+    out = _ai_sdk(LOST_IN_ONE_STREAM)
+    assert [c["type"] for c in out].count("start") == 1
+    resumed = next(c for c in out if c["type"] == "data-turn-resumed")
+    assert resumed["data"]["withdrawn"] == {"text_parts": ["Let me check."], "tool_call_ids": ["c1"]}
+    assert resumed["data"]["reason"] == "shutdown"
+    replay = _ai_sdk(REPLAYED)
+    assert [c["type"] for c in replay] == [
+        "start", "text-start", "text-delta", "text-end", "data-turn-resumed", "text-start", "text-delta", "text-end",
+        "finish",
+    ]  # fmt: skip
+    assert replay[4]["data"]["withdrawn"] == {"text_parts": ["Let "], "tool_call_ids": []}
+    assert replay[1]["id"] != replay[5]["id"]

@@ -3,7 +3,8 @@
 
 Each runs the approval scenario: a turn that stops at a gated call, the decision through
 `POST /approvals/{id}`, then the resumed run picked up through the client's own protocol (AG-UI: a
-run answering the interrupt; AI SDK: `reconnectToStream`).
+run answering the interrupt; AI SDK: `reconnectToStream`). Then each replays a turn continued after
+a hand-over (tests/handover.py) and must end up holding what the service stored.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.verify import mint_user_token
+from app.main import create_app
 from app.settings import Settings
 from tests.approvals.helpers import GATE_CALCULATOR
 from tests.conftest import TEST_SECRET
-from tests.factories import create_agent, scripted_config
-from tests.turns.loopback import serve_on_loopback
+from tests.factories import create_agent, create_session, scripted_config
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
+from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 NODE_TIMEOUT_SECONDS = 90
@@ -41,23 +45,32 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-async def results(settings: Settings) -> dict[str, Any]:
-    """One run of the Node script for the module: both tests read its report."""
+def _user() -> dict[str, str]:
     token = mint_user_token(TEST_SECRET, tenant_id=f"node-{uuid.uuid4().hex[:8]}", sub="alice", roles=[],
                             ttl_seconds=600)  # fmt: skip
-    alice = {"Authorization": f"Bearer {token}"}
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _clients(base_url: str, user: dict[str, str], *args: str) -> dict[str, Any]:
+    """Runs tests/node/clients.mjs against the service; its JSON report."""
+    process = await asyncio.create_subprocess_exec(
+        "node", str(NODE_DIR / "clients.mjs"), base_url, *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "AGENT_RUNTIME_TOKEN": user["Authorization"].removeprefix("Bearer ")},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), timeout=NODE_TIMEOUT_SECONDS)
+    assert process.returncode == 0, err.decode()
+    return dict(json.loads(out))
+
+
+@pytest.fixture(scope="module")
+async def results(settings: Settings) -> dict[str, Any]:
+    """One run of the Node script for the module: both approval tests read its report."""
+    alice = _user()
     async with serve_on_loopback(settings) as base_url:
         async with httpx.AsyncClient(base_url=base_url) as client:
             agent = await create_agent(client, alice, CONFIG)
-        process = await asyncio.create_subprocess_exec(
-            "node", str(NODE_DIR / "clients.mjs"), base_url, agent["id"],
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "AGENT_RUNTIME_TOKEN": alice["Authorization"].removeprefix("Bearer ")},
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(process.communicate(), timeout=NODE_TIMEOUT_SECONDS)
-    assert process.returncode == 0, err.decode()
-    return dict(json.loads(out))
+        return await _clients(base_url, alice, agent["id"])
 
 
 def test_ag_ui_http_agent_reads_the_interrupt_and_the_resumed_run(results: dict[str, Any]) -> None:
@@ -95,3 +108,38 @@ def test_ai_sdk_reads_the_ui_message_stream_and_resumes_it(results: dict[str, An
     assert resumed["tool-calculator"]["output"] == "42"
     assert [p["text"] for p in ai["resumed"] if p["type"] == "text"] == ["Let me check.", "The answer is 42."]
     assert ai["metadata"]["status"] == "completed"
+
+
+async def test_both_clients_replay_a_continued_turn_as_the_service_stored_it(
+    settings: Settings, sql: AsyncEngine
+) -> None:
+    alice = _user()
+    front = HandOverApp(create_app(settings), sql, HandOver(durable=2, lost=13, reason="replica_lost"))
+    async with serve_asgi(front, lifespan="on") as base_url:
+        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+            agent = await create_agent(client, alice, TOOL_THEN_ANSWER)
+            session = await create_session(client, alice, agent["id"])
+            cut = await client.post(f"/sessions/{session['id']}/turns", json={"input": "echo?"}, headers=alice)
+            assert "turn.ended" not in cut.text  # the hand-over cut it; the store holds the continuation
+            stored = (await client.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
+        report = await _clients(base_url, alice, agent["id"], session["id"])
+    replies = [m["content"] for m in stored if m["role"] == "assistant" and m["content"]]
+    assert replies == ["Let me ask the echo tool.", "The echo said hello."]
+
+    ag_ui = report["agUi"]
+    assert ag_ui["types"].count("RUN_STARTED") == 1
+    assert ag_ui["types"][-1] == "RUN_FINISHED"
+    resumed = next(c["value"] for c in ag_ui["custom"] if c["name"] == "turn.resumed")
+    assert resumed["reason"] == "replica_lost"
+    assert len(resumed["withdrawn_message_ids"]) == 1  # the reply the lost run was streaming ("Let me")
+    assert "MESSAGES_SNAPSHOT" in ag_ui["types"]
+    held = ag_ui["messages"]
+    assert [m["content"] for m in held if m["role"] == "assistant" and m.get("content")] == replies
+    assert [m["toolCalls"] for m in held if m["toolCalls"]] == [["echo"]]
+    assert [m["content"] for m in held if m["role"] == "tool"] == ["hello"]
+
+    ai = report["aiSdk"]
+    assert ai["streamed"].count("data-turn-resumed") == 1
+    assert ai["resumed"]["withdrawn"] == {"text_parts": ["Let me "], "tool_call_ids": []}
+    assert ai["texts"] == replies
+    assert ai["tools"] == [{"type": "tool-echo", "state": "output-available", "output": "hello"}]

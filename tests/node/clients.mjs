@@ -2,10 +2,12 @@
 // DefaultChatTransport + readUIMessageStream. Each runs a turn that needs an approval, decides it
 // through the normal approvals API, then picks the resumed run up through its own protocol.
 // Usage: node clients.mjs BASE_URL AGENT_ID (bearer token in AGENT_RUNTIME_TOKEN); prints one JSON.
+// With a third argument, SESSION_ID, each client instead replays that session's latest turn (a turn
+// continued after a hand-over) through its own protocol, and reports what it ends up holding.
 import { HttpAgent } from "@ag-ui/client";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
 
-const [base, agentId] = process.argv.slice(2);
+const [base, agentId, sessionId] = process.argv.slice(2);
 const headers = { Authorization: `Bearer ${process.env.AGENT_RUNTIME_TOKEN}` };
 
 async function approve(approvalId) {
@@ -76,8 +78,52 @@ async function aiSdk() {
            decided, metadata: resumed.metadata };
 }
 
+// A replay through AG-UI: no new user message, so the thread's latest turn is streamed again.
+async function agUiReplay() {
+  const agent = new HttpAgent({ url: `${base}/ag-ui/agents/${agentId}`, headers, threadId: sessionId });
+  const types = [];
+  const custom = [];
+  await agent.runAgent({}, {
+    onEvent: ({ event }) => { types.push(event.type); },
+    onCustomEvent: ({ event }) => { custom.push({ name: event.name, value: event.value }); },
+  });
+  const messages = agent.messages.map((m) => ({
+    role: m.role, content: m.content, toolCallId: m.toolCallId, toolCalls: (m.toolCalls || []).map((c) => c.function.name),
+  }));
+  return { types, custom, messages };
+}
+
+// What an app does with `data-turn-resumed` (useChat's onData): remove the parts it names.
+function withdraw(parts) {
+  const kept = [];
+  for (const part of parts) {
+    if (part.type !== "data-turn-resumed") { kept.push(part); continue; }
+    const { text_parts: texts, tool_call_ids: calls } = part.data.withdrawn;
+    const drop = (index) => { if (index >= 0) kept.splice(index, 1); };
+    for (const text of texts) drop(kept.findLastIndex((p) => p.type === "text" && p.text === text));
+    for (const call of calls) drop(kept.findLastIndex((p) => p.toolCallId === call));
+    kept.push(part);
+  }
+  return kept;
+}
+
+async function aiSdkReplay() {
+  const transport = new DefaultChatTransport({ api: `${base}/ai-sdk/agents/${agentId}/chat`, headers });
+  const message = await lastOf(await transport.reconnectToStream({ chatId: sessionId }));
+  const parts = withdraw(message.parts);
+  return {
+    streamed: message.parts.map((p) => p.type),
+    resumed: message.parts.find((p) => p.type === "data-turn-resumed")?.data,
+    texts: parts.filter((p) => p.type === "text").map((p) => p.text),
+    tools: parts.filter((p) => p.type.startsWith("tool-")).map((p) => ({ type: p.type, state: p.state, output: p.output })),
+  };
+}
+
 try {
-  console.log(JSON.stringify({ agUi: await agUi(), aiSdk: await aiSdk() }));
+  const report = sessionId
+    ? { agUi: await agUiReplay(), aiSdk: await aiSdkReplay() }
+    : { agUi: await agUi(), aiSdk: await aiSdk() };
+  console.log(JSON.stringify(report));
 } catch (error) {
   console.error(error && error.stack ? error.stack : String(error));
   process.exit(1);

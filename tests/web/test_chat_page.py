@@ -4,6 +4,8 @@
    approval, approved in the page, the final answer shown.
 2. Signed in with a pasted token on a phone-sized screen, the page is reloaded mid-turn and the
    stream resumes from the last event it showed (through a stream token): every word once.
+3. A turn's stream cut by a hand-over (tests/handover.py): the page follows it again and withdraws
+   what the lost run showed (the drop rule at `turn.resumed`).
 Each test takes a screenshot; `make screenshots` (UPDATE_SCREENSHOTS=1) writes them to docs/img/,
 shown in the README, so an ordinary run leaves the work tree clean.
 """
@@ -15,14 +17,18 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.secret import load_or_create_secret
 from app.auth.verify import mint_user_token
+from app.main import create_app
 from app.settings import AuthSettings, Settings
 from tests.conftest import make_settings
-from tests.turns.loopback import serve_on_loopback
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
+from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
@@ -133,3 +139,43 @@ async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
         assert resumed, followed
         assert "after=0" not in resumed[0]
         await _screenshot(page, "web-reload-phone.png", tmp_path)
+
+
+async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_withdrawn(
+    page_settings: Settings, sql: AsyncEngine, browser: Browser, tmp_path: Path
+) -> None:
+    """The reply the lost run was streaming and the tool card it drew are taken back; the page ends
+    up showing what the service stored, once."""
+    front = HandOverApp(create_app(page_settings), sql, HandOver(durable=2, lost=13))
+    async with serve_asgi(front, lifespan="on") as base_url:
+        page = await browser.new_page(viewport={"width": 1200, "height": 860})
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        followed: list[str] = []
+        page.on("request", lambda request: followed.append(request.url) if "/events?" in request.url else None)
+        await page.goto(base_url)
+        await page.get_by_role("button", name="Sign in with a local token").click()
+        await _create_agent_and_session(page, "handed-over", TOOL_THEN_ANSWER)
+        await page.get_by_label("Message").fill("echo?")
+        await page.get_by_label("Message").press("Enter")
+
+        await expect(page.locator('[data-status="completed"]')).to_have_text("turn completed")
+        transcript = page.locator("#transcript")
+        await expect(transcript.locator(".status").first).to_have_text("continued on another replica (shutdown)")
+        session_id = await page.evaluate("sessionStorage.getItem('session')")
+        token = await page.evaluate("sessionStorage.getItem('token')")
+        async with httpx.AsyncClient(base_url=base_url) as client:
+            stored = (await client.get(f"/sessions/{session_id}/messages",
+                                       headers={"Authorization": f"Bearer {token}"})).json()["items"]  # fmt: skip
+        replies = [m["content"] for m in stored if m["role"] == "assistant" and m["content"]]
+        results = [m["content"] for m in stored if m["role"] == "tool"]
+        assert replies == ["Let me ask the echo tool.", "The echo said hello."]
+        assert await transcript.locator(".msg-assistant").all_inner_texts() == replies
+        assert [t.removeprefix("result: ") for t in await transcript.locator(".tool .result").all_inner_texts()] \
+            == results == ["hello"]
+        assert "ASK THE" not in await transcript.inner_text()
+        assert front.result is not None
+        shown = front.result.shown
+        lost_text = "".join(e["text"] for e in shown if e["type"] == "message.delta")
+        assert "ASK THE" in lost_text  # the page had been sent the lost run's text
+        assert f"after={shown[-1]['seq']}" in followed[0]  # followed from the last event it had drawn
+        await _screenshot(page, "web-hand-over.png", tmp_path)

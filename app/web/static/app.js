@@ -3,6 +3,9 @@
 // A turn is drawn from its events. The events a page has shown are kept in sessionStorage per
 // turn, so after a reload the page draws them again and follows the turn from the last one it
 // kept (`?after=SEQ` on an EventSource authorised by a stream token): nothing lost, nothing twice.
+// A stream that ends without `turn.ended` (a replica handed the turn over, or died) is followed
+// again the same way; when the continuation's `turn.resumed` withdraws events the page had drawn
+// (the drop rule), the turn is drawn again without them.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -61,22 +64,39 @@ async function json(method, path, body) {
   return response.status === 204 ? null : response.json();
 }
 
-// Reads an SSE body from fetch (turn and decision responses) and hands each event's data on.
+// Reads an SSE body from fetch (turn and decision responses) and hands each event's data on;
+// returns the stream's `retry:` hint in ms (null without one). A dropped connection ends it too.
 async function readSse(response, onEvent) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
+  let retry = null;
   for (;;) {
-    const {value, done} = await reader.read();
-    if (done) return;
-    buffer += value;
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch {
+      return retry;
+    }
+    if (chunk.done) return retry;
+    buffer += chunk.value;
     let end;
     while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, end);
+      const lines = buffer.slice(0, end).split("\n");
       buffer = buffer.slice(end + 2);
-      const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+      const hint = lines.find((l) => l.startsWith("retry:"));
+      if (hint && /^\d+$/.test(hint.slice(6).trim())) retry = Number(hint.slice(6).trim());
+      const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
       if (data) onEvent(JSON.parse(data));
     }
   }
+}
+
+// After a fetch-read stream of a turn: if it ended without `turn.ended`, wait the server's hint and
+// follow the turn from the last event drawn.
+async function finish(view, retry) {
+  if (!view || ended(view)) return;
+  await new Promise((resolve) => setTimeout(resolve, retry ?? 1000));
+  await follow(view);
 }
 
 // ---- errors and sign-in -----------------------------------------------------------------------
@@ -237,11 +257,44 @@ function viewFor(turnId, input) {
   const view = {turnId, input: saved.input, events: [], lastSeq: 0, bubble: null, tools: new Map(), cards: new Map(),
                 root: el("li", {class: "turn", "data-turn": turnId}), list: el("ol", {class: "transcript"})};
   view.root.append(view.list);
-  if (view.input) view.list.append(el("li", {class: "msg-user"}, view.input));
   $("transcript").append(view.root);
   views.set(turnId, view);
+  clear(view);
   for (const event of saved.events) draw(view, event);
   return view;
+}
+
+function clear(view) {
+  view.list.replaceChildren();
+  if (view.input) view.list.append(el("li", {class: "msg-user"}, view.input));
+  view.bubble = null;
+  view.tools.clear();
+  view.cards.clear();
+}
+
+function ended(view) { return view.events.length > 0 && view.events[view.events.length - 1].type === "turn.ended"; }
+
+// The drop rule at `turn.resumed` (app/core/drop_rule.py says it for the Python clients): the
+// events drawn after the last stored one are withdrawn, and so is a model reply still streaming,
+// which the continuation makes again.
+function withdrawn(events, resumed) {
+  const gone = new Set();
+  let streaming = [];
+  for (const event of events) {
+    if (resumed.last_durable_seq < event.seq && event.seq < resumed.seq) gone.add(event.seq);
+    else if (event.type === "message.delta") streaming.push(event.seq);
+    else if (event.type === "message.completed" || event.type === "turn.ended") streaming = [];
+  }
+  for (const seq of streaming) gone.add(seq);
+  return gone;
+}
+
+function withdraw(view, resumed) {
+  const gone = withdrawn(view.events, resumed);
+  if (!gone.size) return;
+  view.events = view.events.filter((event) => !gone.has(event.seq));
+  clear(view);
+  for (const event of view.events) render(view, event);
 }
 
 let saveTimer = null;
@@ -257,7 +310,12 @@ window.addEventListener("pagehide", () => { for (const view of views.values()) s
 function draw(view, event) {
   if (event.seq <= view.lastSeq) return;
   view.lastSeq = event.seq;
+  if (event.type === "turn.resumed") withdraw(view, event);
   view.events.push(event);
+  render(view, event);
+}
+
+function render(view, event) {
   const add = (node) => { view.list.append(node); return node; };
   switch (event.type) {
     case "turn.started":
@@ -272,12 +330,15 @@ function draw(view, event) {
       view.bubble = null;
       break;
     case "tool_call.requested":
+      if (view.tools.has(event.tool_call_id)) break;  // a continuation naming a call of its batch again
       view.tools.set(event.tool_call_id, add(el("li", {class: "tool"},
         "→ ", el("strong", {}, event.name), el("pre", {}, JSON.stringify(event.arguments, null, 2)))));
       break;
     case "tool_call.completed": {
       const item = view.tools.get(event.tool_call_id) || add(el("li", {class: "tool"}, el("strong", {}, event.name)));
-      item.append(el("div", {}, event.is_error ? "error: " : "result: ", el("code", {}, String(event.result))));
+      view.tools.set(event.tool_call_id, item);
+      item.querySelector(".result")?.remove();
+      item.append(el("div", {class: "result"}, event.is_error ? "error: " : "result: ", el("code", {}, String(event.result))));
       break;
     }
     case "policy.decision": {
@@ -351,7 +412,7 @@ async function decideApproval(view, approvalId, decision, args) {
     view.list.append(el("li", {class: "status"}, "decision recorded; other approvals of this step still wait"));
     return;
   }
-  await readSse(response, (event) => onEvent(view, event));
+  await finish(view, await readSse(response, (event) => onEvent(view, event)));
 }
 
 function onEvent(view, event) {
@@ -400,10 +461,11 @@ async function send() {
     const response = await api("POST", `/sessions/${state.sessionId}/turns`, {input}, "text/event-stream");
     $("message").value = "";
     let view = null;
-    await readSse(response, (event) => {
+    const retry = await readSse(response, (event) => {
       view = view || viewFor(event.turn_id, input);
       onEvent(view, event);
     });
+    await finish(view, retry);
   } finally {
     setComposer(true);
     $("message").focus();

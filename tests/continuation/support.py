@@ -1,0 +1,187 @@
+"""What the crash and drain tests share: agents that call the recording gateway, a client that follows a
+turn in the background (and notices its replica die), the client's drop rule, and bounded waits.
+
+Every wait here is a safety net for a loaded machine, never a measure of speed: a test fails when a
+condition is not reached at all, not when it is reached slowly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.drop_rule import withdrawn
+from app.tools.ledger_keys import idempotency_key
+from tests.factories import create_agent, create_session, scripted_config
+from tests.idempotent_gateway import TOOL
+from tests.sse import Frame, iter_blocks, parse, retry_hints
+
+TEAM = "eng"
+WAIT_SECONDS = 60.0
+"""How long a condition may take on a loaded 2-core machine (a dead replica is noticed within 10 s)."""
+POLL_SECONDS = 0.05
+IDS = ("turn_id", "seq", "session_id", "agent_id", "approval_id")
+"""Fields that differ between two runs of the same script (ids of rows and of the stream)."""
+
+
+def issue(title: str) -> dict[str, Any]:
+    return {"name": TOOL, "arguments": {"title": title}}
+
+
+def batch(*titles: str) -> dict[str, Any]:
+    """A script step: one model reply asking for one issue per title, in order."""
+    return {"tool_calls": [issue(title) for title in titles]}
+
+
+async def gateway_session(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    *steps: dict[str, Any],
+    delay_ms: int = 0,
+    policies: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A session on a scripted agent with the gateway's `mcp:github` tools; text streams `delay_ms` a word."""
+    config = scripted_config(*steps, tools=["mcp:github", "builtin:calculator"], context={"team_unit": TEAM})
+    config["model"]["chunk_delay_ms"] = delay_ms
+    if policies:
+        config["policies"] = policies
+    agent = await create_agent(client, headers, config)
+    return await create_session(client, headers, agent["id"])
+
+
+def key_of(session: dict[str, Any], loop: int, call_id: str) -> str:
+    return idempotency_key(session["id"], loop, call_id)
+
+
+class Follower:
+    """Reads one SSE response in a task of its own: the frames, the `retry:` hints, and whether the
+    connection broke (its replica was killed) or the stream ended."""
+
+    def __init__(self, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> None:
+        self.frames: list[Frame] = []
+        self.retries: list[int] = []
+        self.broken = False
+        self.status: int | None = None
+        self._task = asyncio.create_task(self._read(client, method, url, **kwargs))
+
+    async def _read(self, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> None:
+        try:
+            async with client.stream(method, url, **kwargs) as response:
+                self.status = response.status_code
+                if response.status_code != 200:
+                    await response.aread()
+                    raise AssertionError(f"{method} {url} answered {response.status_code}: {response.text}")
+                async for block in iter_blocks(response):
+                    self.frames += parse(block)
+                    self.retries += retry_hints(block)
+        except httpx.TransportError:
+            self.broken = True
+
+    @property
+    def last_id(self) -> int:
+        return self.frames[-1].id
+
+    @property
+    def turn_id(self) -> str:
+        return str(self.frames[0].data["turn_id"])
+
+    def of(self, event: str) -> list[Frame]:
+        return [frame for frame in self.frames if frame.event == event]
+
+    async def until(self, condition: Callable[[Follower], bool], what: str) -> None:
+        """Until `condition(self)` holds; fails if the stream ends first or nothing comes in time."""
+        await wait_for(lambda: condition(self) or self._task.done(), what)
+        if not condition(self):
+            await self.ended()
+            raise AssertionError(f"the stream ended before {what}: {[f.event for f in self.frames]}")
+
+    async def ended(self) -> Follower:
+        """Until the stream is over (ended, cut by its server, or broken); re-raises what went wrong."""
+        async with asyncio.timeout(WAIT_SECONDS):
+            await self._task
+        return self
+
+
+def deltas(count: int) -> Callable[[Follower], bool]:
+    return lambda follower: len(follower.of("message.delta")) >= count
+
+
+def seen(event: str) -> Callable[[Follower], bool]:
+    return lambda follower: bool(follower.of(event))
+
+
+async def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def reconnect(client: httpx.AsyncClient, headers: dict[str, str], before: Follower) -> Follower:
+    """Follow the turn on another replica from the last event the client saw (`Last-Event-ID`)."""
+    url = f"/turns/{before.turn_id}/events"
+    return Follower(client, "GET", url, headers={**headers, "Last-Event-ID": str(before.last_id)})
+
+
+async def replay(client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> list[Frame]:
+    """The whole stored stream of a finished turn, from its first event."""
+    follower = await Follower(client, "GET", f"/turns/{turn_id}/events", headers=headers).ended()
+    assert not follower.broken
+    return follower.frames
+
+
+def drop_rule(frames: list[Frame]) -> list[Frame]:
+    """What a client keeps of what it was sent: at each `turn.resumed`, the project's drop rule
+    (app/core/drop_rule.py) withdraws what the lost run showed and never stored, and its open reply."""
+    kept = list(frames)
+    for resumed in [f for f in frames if f.event == "turn.resumed"]:
+        before = [f for f in kept if f.id < resumed.id]
+        lost = withdrawn([f.data for f in before], resumed.data)
+        kept = [f for f in kept if f.id not in lost]
+    return kept
+
+
+def assert_gapless(frames: list[Frame]) -> None:
+    """Ids strictly increase by one, except where a `turn.resumed` continues after `last_durable_seq`
+    (what a replay of the stored log must show)."""
+    assert frames[0].id == 1, [f.id for f in frames[:3]]
+    for before, after in zip(frames, frames[1:], strict=False):
+        expected = after.data["last_durable_seq"] + 1 if after.event == "turn.resumed" else after.id
+        assert before.id + 1 == expected, f"gap between {before.id} ({before.event}) and {after.id} ({after.event})"
+        assert after.id > before.id
+
+
+def comparable(frames: list[Frame]) -> list[tuple[str, dict[str, Any]]]:
+    """The frames as two runs of one script must agree on them: without ids, `turn.resumed` and the
+    text deltas (a model call cut by the crash is made again, so its deltas come twice)."""
+    skipped = {"turn.resumed", "message.delta"}
+    return [
+        (f.event, {k: v for k, v in f.data.items() if k not in IDS}) for f in frames if f.event not in skipped
+    ]
+
+
+def one_ending(frames: list[Frame]) -> dict[str, Any]:
+    endings = [f for f in frames if f.event == "turn.ended"]
+    assert len(endings) == 1, [f.event for f in frames]
+    assert frames[-1] is endings[0]
+    return endings[0].data
+
+
+async def ledger_outcome_stored(engine: AsyncEngine, key: str) -> None:
+    """Until the ledger holds the outcome of the call sent under `key` (a completed call)."""
+    query = text("SELECT status FROM tool_executions WHERE idempotency_key = :key")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        async with engine.connect() as conn:
+            if (await conn.execute(query, {"key": key})).scalar() == "completed":
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the outcome of {key} was never stored")
+        await asyncio.sleep(POLL_SECONDS)
