@@ -83,7 +83,8 @@ async def _continued(turn: SdkTurn, run: TurnRun, folders: SessionFolders) -> Op
     if not here:
         return _lost()
     reply, answered = _stopped_batch(run.history)
-    requested = frozenset(call_id for kind, call_id in continued.stored_tool_events if kind == "tool_call.requested")
+    stored: frozenset[tuple[str, str]] = getattr(continued, "stored_tool_events", frozenset())  # set by the engine
+    requested = frozenset(call_id for kind, call_id in stored if kind == "tool_call.requested")
     loop = run.loop_count - 1 if len(answered) == len(reply.tool_calls) else run.loop_count
     calls, lost = list(reply.tool_calls), (LOST_CODE, NOT_HERE)
     return await _batch(turn, folders, calls, loop=loop, answered=answered, requested=requested, lost=lost)
