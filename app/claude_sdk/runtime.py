@@ -2,9 +2,12 @@
 
 Per session, one Claude Code process from the pool (app/claude_sdk/pool.py), reused by its turns.
 A turn binds the session's callbacks to itself (app/claude_sdk/router.py), sends the input and
-records what comes back (app/claude_sdk/turn.py). A cancel interrupts Claude Code and waits for it
-to settle its turn, so the session's next turn starts clean; if it does not within
+records what comes back (app/claude_sdk/turn.py). A user's cancel interrupts Claude Code and waits
+for it to settle its turn, so the session's next turn starts clean; if it does not within
 `SETTLE_SECONDS`, the process is closed (the next turn resumes the conversation from its transcript).
+A cancel the engine makes with a message (a drain's hand-over, a run fenced off because another
+replica took its turn) closes the process as it stands instead: the turn continues from the
+transcript elsewhere, which an interrupt would have extended with Claude Code's own error results.
 
 How a run opens — a new prompt, an approval's resume at the call that waited, or the continuation
 of a turn whose replica was lost — is app/claude_sdk/opening.py.
@@ -118,8 +121,11 @@ class ClaudeSdkRuntime:
                 try:
                     async for progress in turn.drive(client.sdk, opening.prompt):
                         yield progress
-                except asyncio.CancelledError:
-                    await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
+                except asyncio.CancelledError as stopped:
+                    if stopped.args:  # the engine's own stop (a hand-over, a fence): the turn goes on elsewhere
+                        await _despite_cancel(self.pool.close(run.ident.session_id))
+                    else:
+                        await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
                     raise
                 finally:
                     client.router.unbind()

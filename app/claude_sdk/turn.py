@@ -29,7 +29,7 @@ from app.core import tracing
 from app.core.metrics import TOOL_CALLS
 from app.governance.budget import Spent, exceeded
 from app.governance.policy import Decision, arguments_hash
-from app.graph import telemetry
+from app.providers import telemetry
 from app.providers.base import ChatMessage, ModelResponse, ToolCall
 from app.providers.context_windows import estimate_tokens
 from app.runtime.events import (
