@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Table, and_, bindparam, case, exists, insert, literal, literal_column, select
+from sqlalchemy import Select, Table, and_, bindparam, case, exists, func, insert, literal, literal_column, select
 from sqlalchemy.sql.dml import Insert
 
 from app.core.sql import bare
@@ -90,6 +90,10 @@ class Admission:
 class NoFreeSlot(Exception):
     """The tenant already runs `max_concurrent_turns` turns: the turn was not inserted."""
 
+    def __init__(self, ceiling: int | None) -> None:
+        super().__init__(f"all {ceiling} concurrency slots are taken")
+        self.ceiling = ceiling
+
 
 def too_many_turns(ceiling: int) -> TooManyRequests:
     return TooManyRequests(
@@ -99,22 +103,42 @@ def too_many_turns(ceiling: int) -> TooManyRequests:
     )
 
 
+def free_slot(turns: Table, tenant_param: str) -> Any:
+    """A subquery of one free slot number of the tenant named by `tenant_param`, or no row.
+
+    Slots held count too, not only the numbers below the ceiling: a ceiling lowered while turns run
+    leaves some holding numbers above it.
+
+    Parameters: `max_concurrent` and `slot_offset` (`slot_params`).
+    """
+    running, holders = bare(turns).alias("running"), bare(turns).alias("holders")
+    held = (
+        select(func.count())
+        .where(
+            holders.c.tenant_id == bindparam(tenant_param),
+            holders.c.status == literal_column("'running'"),
+            holders.c.concurrency_slot.is_not(None),
+        )
+        .scalar_subquery()
+    )
+    candidate = select(literal(0).label("n")).cte("slot_candidates", recursive=True)
+    candidate = candidate.union_all(select(candidate.c.n + 1).where(candidate.c.n + 1 < bindparam("max_concurrent")))
+    slot = (candidate.c.n + bindparam("slot_offset")) % bindparam("max_concurrent")
+    taken = exists().where(
+        running.c.tenant_id == bindparam(tenant_param),
+        running.c.status == literal_column("'running'"),  # a literal: the partial index must match it
+        running.c.concurrency_slot == slot,
+    )
+    return select(slot.label("slot")).where(~taken, held < bindparam("max_concurrent")).limit(1).subquery("free_slot")
+
+
 def slotted_turn_insert(turns: Table, columns: tuple[str, ...]) -> Insert:
     """INSERT of one turn (parameters named after `columns`) holding a free slot, or of nothing.
 
     Parameters besides the columns: `max_concurrent` and `slot_offset` (`slot_params`).
     """
     table = bare(turns)
-    running = table.alias("running")
-    candidate = select(literal(0).label("n")).cte("slot_candidates", recursive=True)
-    candidate = candidate.union_all(select(candidate.c.n + 1).where(candidate.c.n + 1 < bindparam("max_concurrent")))
-    slot = (candidate.c.n + bindparam("slot_offset")) % bindparam("max_concurrent")
-    taken = exists().where(
-        running.c.tenant_id == bindparam("tenant_id"),
-        running.c.status == literal_column("'running'"),  # a literal: the partial index must match it
-        running.c.concurrency_slot == slot,
-    )
-    free = select(slot.label("slot")).where(~taken).limit(1).subquery("free_slot")
+    free = free_slot(turns, "tenant_id")
     values = [bindparam(c, type_=table.c[c].type) for c in columns]
     return insert(table).from_select([*columns, "concurrency_slot"], select(*values, free.c.slot))
 

@@ -365,7 +365,8 @@ class TurnManager:
             await self.queue.cancel_queued(tenant_id, session_id)
             return None
         ident = TurnIdentity(tenant_id, session_id, uuid.uuid4(), session["agent_id"])
-        row = await self.queue.promote(ident, self.runner_id)
+        admission = Admission.of(session)
+        row = await self.queue.promote(ident, self.runner_id, max_concurrent=admission.ceilings.max_concurrent_turns)
         if row is None:
             return None
         self.launch(
@@ -379,7 +380,9 @@ class TurnManager:
                 max_loops=row["max_loops"],
                 max_output_tokens=row["max_output_tokens"],
                 max_total_tokens=row["max_total_tokens"],
-                token_quota=token_quota_of(Admission.of(session).ceilings),
+                token_quota=token_quota_of(admission.ceilings),
+                mode=row["mode"],
+                max_steps=row["max_steps"] or 0,
                 seq_ceiling=row["seq_ceiling"],
             )
         )
@@ -399,7 +402,8 @@ class TurnManager:
             while await self.store.current_status(tenant_id, turn_id) == "queued":
                 active = await self.queue.active_turn(tenant_id, session_id)
                 if active is None:
-                    await self.start_next(tenant_id, session_id)
+                    if await self.start_next(tenant_id, session_id) is None:
+                        await asyncio.sleep(QUEUE_POLL_SECONDS)  # no free concurrency slot yet
                 else:
                     await self.wait_for_events(active, QUEUE_POLL_SECONDS)
         except (OSError, SQLAlchemyError) as exc:

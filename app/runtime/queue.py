@@ -21,6 +21,7 @@ from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.runtime.admission import free_slot, slot_params
 from app.runtime.journal import TurnIdentity
 from app.runtime.store import MESSAGES, TURNS, message_row
 from app.runtime.stream import SEQ_BLOCK
@@ -48,7 +49,7 @@ OLDEST_QUEUED = (
     .limit(1)
     .scalar_subquery()
 )
-PROMOTE = Query(
+_PROMOTE = (
     update(_turns)
     .where(_turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == OLDEST_QUEUED, _turns.c.status == "queued")
     .values(status="running", runner_id=bindparam("to_runner"), updated_at=bindparam("now"), seq_ceiling=SEQ_BLOCK)
@@ -60,8 +61,14 @@ PROMOTE = Query(
         _turns.c.max_loops,
         _turns.c.max_output_tokens,
         _turns.c.max_total_tokens,
+        _turns.c.mode,
+        _turns.c.max_steps,
     )
 )
+PROMOTE = Query(_PROMOTE)
+_free = free_slot(TURNS, "in_tenant")
+SLOTTED_PROMOTE = Query(_PROMOTE.values(concurrency_slot=_free.c.slot))
+"""The promote of a tenant with `max_concurrent_turns`: the turn takes a free slot, or stays queued."""
 ACTIVE_TURN = Query(
     select(Turn.id).where(
         Turn.tenant_id == bindparam("tenant_id"),
@@ -118,13 +125,19 @@ class TurnQueue:
             raise QueueFull(f"{MAX_QUEUED_PER_SESSION} turns already wait in this session")
         await insert_rows(self.sql, TURNS, [{**turn, "status": "queued", "runner_id": None}])
 
-    async def promote(self, ident: TurnIdentity, runner_id: uuid.UUID) -> Mapping[str, Any] | None:
+    async def promote(
+        self, ident: TurnIdentity, runner_id: uuid.UUID, *, max_concurrent: int | None = None
+    ) -> Mapping[str, Any] | None:
         """Make the session's oldest queued turn running here, with its user message; None when there
-        is none, or the session already has an active turn. `ident.turn_id` is ignored."""
+        is none, the session already has an active turn, or (`max_concurrent`) the tenant has no free
+        concurrency slot. `ident.turn_id` is ignored."""
         params = {"in_tenant": ident.tenant_id, "in_session": ident.session_id, "to_runner": runner_id, "now": utcnow()}
+        query = PROMOTE
+        if max_concurrent is not None:
+            query, params = SLOTTED_PROMOTE, {**params, **slot_params(max_concurrent)}
         try:
             async with self.sql.transaction() as tx:
-                row = await tx.fetchrow(PROMOTE, params)
+                row = await tx.fetchrow(query, params)
                 if row is None:
                     return None
                 started = TurnIdentity(ident.tenant_id, ident.session_id, row["id"], ident.agent_id)

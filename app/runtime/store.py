@@ -275,20 +275,20 @@ class TurnStore:
             for attempt in range(SLOT_ATTEMPTS):
                 try:
                     if not await self.sql.execute(query, {**params, **slots}):
-                        raise NoFreeSlot
+                        raise NoFreeSlot(max_concurrent)
                     break
                 except asyncpg.UniqueViolationError as exc:
                     if exc.constraint_name != SLOT_INDEX or max_concurrent is None:
                         raise
                     if attempt == SLOT_ATTEMPTS - 1:
-                        raise NoFreeSlot from exc
+                        raise NoFreeSlot(max_concurrent) from exc
                     slots = slot_params(max_concurrent)  # another replica took the same slot first: pick again
         else:
             async with self.sql.transaction() as tx:
                 if not slotted:
                     await insert_rows(tx, TURNS, [turn])
                 elif await tx.fetchrow(slotted_query(tuple(turn)), {**turn, **slots}) is None:
-                    raise NoFreeSlot
+                    raise NoFreeSlot(max_concurrent)
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])

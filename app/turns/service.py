@@ -63,9 +63,13 @@ class TurnService:
         self.manager.admit()
         try:
             run = await self._create(session_id, body, turn_id=turn_id)
+        except NoFreeSlot as exc:
+            # every slot is taken: a turn asked to wait behind its session's active turn waits for a slot too
+            if body.multitask_strategy != "enqueue" or await self._active_in(session_id) is None:
+                raise too_many_turns(exc.ceiling or 0) from None
+            return await self._enqueue(session_id, body, turn_id)
         except INTEGRITY_ERRORS as exc:
-            async with self._uow() as db:
-                active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
+            active = await self._active_in(session_id)
             if active is None or body.multitask_strategy == "reject":
                 raise _busy(active) from exc
             if body.multitask_strategy == "enqueue":
@@ -76,6 +80,10 @@ class TurnService:
             except INTEGRITY_ERRORS as again:
                 raise Conflict("Another turn started in this session meanwhile; try again") from again
         return run.ident.turn_id, self.manager.launch(run)
+
+    async def _active_in(self, session_id: uuid.UUID) -> Turn | None:
+        async with self._uow() as db:
+            return await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
 
     async def _enqueue(
         self, session_id: uuid.UUID, body: schemas.TurnCreate, turn_id: uuid.UUID | None
@@ -133,10 +141,7 @@ class TurnService:
         else:
             user_message = message_row(ident, ChatMessage(role="user", content=body.input))
             ceiling = admission.ceilings.max_concurrent_turns
-            try:
-                history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
-            except NoFreeSlot:
-                raise too_many_turns(ceiling or 0) from None
+            history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
         return TurnRun(
             ident=ident,
             agent_version=session["agent_version"],

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import httpx
 
-from tests.autonomy.support import autonomous_turn, echo, of, plan
+from tests.autonomy.support import AUTONOMY, autonomous_turn, echo, of, plan
 from tests.factories import create_agent, create_session, scripted_config
+from tests.sse import read_turn
 
 THREE_STEPS = (
     plan("first", "second", "third"),
@@ -90,3 +91,23 @@ async def test_a_loop_limit_mid_plan_ends_the_turn_with_what_was_done(
     assert ended["status"] == "loop_limit"
     assert [e["status"] for e in of(frames, "plan.step.completed")] == ["done", "failed"]
     assert "step one done" in ended["final_output"]
+
+
+async def test_an_enqueued_autonomous_turn_runs_autonomous_when_it_starts(
+    any_backend: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    busy = {"text": " ".join(f"w{i}" for i in range(40))}
+    config = scripted_config(busy, plan("only"), {"text": "step done"}, {"text": "summary"}, autonomy=AUTONOMY)
+    config["model"]["chunk_delay_ms"] = 25
+    session = await create_session(any_backend, alice, (await create_agent(any_backend, alice, config))["id"])
+    url, later = f"/sessions/{session['id']}/turns", {**alice, "Prefer": "respond-async"}
+    first = (await any_backend.post(url, json={"input": "chat first"}, headers=later)).json()["id"]
+    body = {"input": "then plan", "mode": "autonomous", "multitask_strategy": "enqueue"}
+    queued = await any_backend.post(url, json=body, headers=later)
+    assert queued.json()["status"] == "queued", queued.text
+
+    frames = await read_turn(any_backend, "GET", f"/turns/{queued.json()['id']}/events", headers=alice)
+
+    assert (await any_backend.get(f"/turns/{first}", headers=alice)).json()["status"] == "completed"
+    assert [e["todos"] for e in of(frames, "plan.created")] == [[{"id": "todo_1", "title": "only"}]]
+    assert (frames[-1].data["status"], frames[-1].data["final_output"]) == ("completed", "summary")

@@ -13,7 +13,7 @@ from app.governance.period import period_bounds
 from app.models import QuotaLedger
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
-from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session
+from tests.turns.support import LONG_TEXT, POLL_TIMEOUT_SECONDS, slow_session
 from tests.usage.conftest import Api
 from tests.usage.support import problem, put_limits
 
@@ -158,3 +158,41 @@ async def test_concurrent_starts_on_two_replicas_never_pass_the_ceiling(
         for turn_id in running:
             await api.client.post(f"/turns/{turn_id}/cancel", headers=alice)
         await asyncio.gather(*starts)
+
+
+async def _status(api: Api, headers: dict[str, str], turn_id: str, *wanted: str) -> str:
+    """The turn's status once it is one of `wanted` (bounded polling)."""
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while (status := (await api.client.get(f"/turns/{turn_id}", headers=headers)).json()["status"]) not in wanted:
+            await asyncio.sleep(0.05)
+    return str(status)
+
+
+async def _started(api: Api, headers: dict[str, str], session: dict[str, Any], **body: Any) -> str:
+    response = await api.client.post(
+        _turns(session), json={"input": "talk", **body}, headers={**headers, "Prefer": "respond-async"}
+    )
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
+async def test_a_queued_turn_starts_only_into_a_free_concurrency_slot(
+    api: Api, admin: dict[str, str], alice: dict[str, str]
+) -> None:
+    await put_limits(api.client, admin, max_concurrent_turns=2)
+    first, second = await slow_session(api.client, alice), await slow_session(api.client, alice, {"text": LONG_TEXT})
+    holder = await _started(api, alice, first)
+    ahead = await _started(api, alice, second)
+    queued = await _started(api, alice, second, multitask_strategy="enqueue")
+    await _status(api, alice, ahead, "running")
+    await put_limits(api.client, admin, max_concurrent_turns=1)
+
+    await api.client.post(f"/turns/{ahead}/cancel", headers=alice)
+    await asyncio.sleep(1.5)  # the queued turn's watcher has looked at least once: it must find no free slot
+    assert await _status(api, alice, queued, "queued", "running") == "queued"
+
+    await api.client.post(f"/turns/{holder}/cancel", headers=alice)
+    assert await _status(api, alice, queued, "running") == "running"
+    third = await create_session(api.client, alice, (await create_agent(api.client, alice))["id"])
+    problem(await api.client.post(_turns(third), json={"input": "hi"}, headers=alice), 429, "too_many_turns")
+    await api.client.post(f"/turns/{queued}/cancel", headers=alice)
