@@ -66,8 +66,8 @@ _PROMOTE = (
     )
 )
 PROMOTE = Query(_PROMOTE)
-_free = free_slot(TURNS, "in_tenant")
-SLOTTED_PROMOTE = Query(_PROMOTE.values(concurrency_slot=_free.c.slot))
+_free = select(free_slot(TURNS, "in_tenant").c.slot)
+SLOTTED_PROMOTE = Query(_PROMOTE.values(concurrency_slot=_free.scalar_subquery()).where(_free.exists()))
 """The promote of a tenant with `max_concurrent_turns`: the turn takes a free slot, or stays queued."""
 ACTIVE_TURN = Query(
     select(Turn.id).where(
