@@ -4,6 +4,13 @@ It wraps another `TurnRuntime` (the LangGraph loop) behind the same port, so the
 cancels, settles and resumes an autonomous turn like any other. Every step runs the inner loop with
 the turn's running totals (loops, tokens), so loop and budget limits count across the whole plan,
 and its loop index goes on from the previous step's: idempotency keys stay unique per step.
+
+A run that goes on from the database (an approval's decision, or a continuation of a turn whose
+replica was lost) rebuilds the plan from its `plan.*` events and the steps' conversation from the
+stored messages (app/autonomy/conversation.py). The running step goes on through the inner
+runtime's resume or continuation, never from its start, so its tool calls do not run twice; a
+running step with nothing stored yet starts again; a plan that was never stored is made again; a
+summary stored before the crash is the outcome.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 
+from app.autonomy.conversation import StoredTurn, goal
 from app.autonomy.journal import StepJournal
 from app.autonomy.plan import PLAN_INSTRUCTION, Plan, PlanInvalid, Step, parse_plan
 from app.autonomy.tools import PlanTools
@@ -48,6 +56,13 @@ class _Totals:
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
 
+    def went_on(self, progress: Progress, calls: int) -> None:
+        """Take over where a step's inner run left the totals."""
+        self.loop_count, self.input_tokens, self.output_tokens = (
+            progress.loop_count, progress.input_tokens, progress.output_tokens
+        )  # fmt: skip
+        self.last_text, self.calls = progress.last_text, calls
+
 
 class AutonomousRuntime:
     def __init__(self, inner: TurnRuntime) -> None:
@@ -56,40 +71,40 @@ class AutonomousRuntime:
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
         recording = StepJournal(journal)
         """Everything this run adds to the conversation: what every later prompt (and call index) goes on from."""
-        totals = _Totals(run.loop_count, run.input_tokens, run.output_tokens, _calls(run.history))
         plan = Plan.of_events(run.plan_events)
+        stored = StoredTurn.of(run.history, plan)
+        loops = stored.loops if run.continuing else run.loop_count
+        totals = _Totals(loops, run.input_tokens, run.output_tokens, _calls(run.history))
         if not plan.steps:
-            failure = await self._plan(run, services, recording, totals, plan)
+            failure = await self._plan(run, stored.before, services, recording, totals, plan)
             if failure is not None:
                 yield failure
                 return
         yield totals.progress()
         services = dataclasses.replace(services, tools=PlanTools(services.tools, plan, journal, max(run.max_steps, 1)))
-        resuming = run.resumed
-        while (step := plan.running() if resuming else plan.next_pending()) is not None:
-            started = sum(1 for s in plan.steps if s.status != "pending")
-            if not resuming and started >= max(run.max_steps, 1):
-                yield totals.progress(status="loop_limit", final_output=plan.outputs() or None)
-                return
-            if not resuming and (reason := spent_reason(_budget(run), totals.spent())) is not None:
-                error = exceeded("budget_exceeded", reason, totals.spent())
-                yield totals.progress(status="budget_exceeded", error=error, final_output=plan.outputs() or None)
-                return
-            if not resuming:
+        going_on = plan.running() if stored.rest else None
+        """The step this run goes on with from its stored messages (a decision's step, a continued one)."""
+        if going_on is None and plan.running() is None and plan.next_pending() is None and stored.summary is not None:
+            yield totals.progress(status="completed", final_output=stored.summary)  # stored before a crash
+            return
+        if any(s.status == "failed" for s in plan.steps):  # the turn ended with that step; its settle was lost
+            yield self._lost_end(run, plan, totals)
+            return
+        conversation = stored.conversation(plan, going_on, run.input)
+        while (step := plan.running() or plan.next_pending()) is not None:
+            if step.status == "pending":
+                if (stop := self._limit(run, plan, totals)) is not None:
+                    yield stop
+                    return
                 step.status = "running"
                 journal.event(PlanStepStarted(todo_id=step.id, title=step.title))
-            step_run = self._step_run(run, plan, step, [*run.history, *recording.messages], totals, resuming)
-            if not resuming:
+            step_run = self._step_run(run, plan, step, [*conversation, *recording.messages], totals, step is going_on)
+            if step is not going_on:
                 recording.note(step_run.history[-1])
             progress = totals.progress()
             async for progress in self.inner.run(step_run, services, recording):
                 yield dataclasses.replace(progress, status=None, final_output=None, error=None)
-            resuming = False
-            totals.loop_count, totals.input_tokens, totals.output_tokens = (
-                progress.loop_count, progress.input_tokens, progress.output_tokens
-            )  # fmt: skip
-            totals.last_text = progress.last_text
-            totals.calls = _calls([*run.history, *recording.messages])
+            totals.went_on(progress, _calls([*run.history, *recording.messages]))
             if progress.status == "interrupted":
                 yield progress
                 return
@@ -103,11 +118,36 @@ class AutonomousRuntime:
                 return
         yield await self._summary(run, services, recording, totals, plan)
 
+    @staticmethod
+    def _lost_end(run: TurnRun, plan: Plan, totals: _Totals) -> Progress:
+        """The end of a turn whose failed step was stored but not the outcome it ended with: the limit
+        that stopped it if one is spent, else `failed` `server_restarted` (the step's error was lost)."""
+        if (over := _over_budget(run, plan, totals)) is not None:
+            return over
+        if totals.loop_count >= run.max_loops:
+            return totals.progress(status="loop_limit", final_output=plan.outputs() or None)
+        message = "the service restarted after a step of this turn failed"
+        return totals.progress(status="failed", error={"code": "server_restarted", "message": message})
+
+    @staticmethod
+    def _limit(run: TurnRun, plan: Plan, totals: _Totals) -> Progress | None:
+        """The outcome of a turn that may start no further step: `max_steps` reached, or its budget spent."""
+        if sum(1 for s in plan.steps if s.status != "pending") >= max(run.max_steps, 1):
+            return totals.progress(status="loop_limit", final_output=plan.outputs() or None)
+        return _over_budget(run, plan, totals)
+
     async def _plan(
-        self, run: TurnRun, services: TurnServices, journal: TurnJournal, totals: _Totals, plan: Plan
+        self,
+        run: TurnRun,
+        conversation: list[ChatMessage],
+        services: TurnServices,
+        journal: TurnJournal,
+        totals: _Totals,
+        plan: Plan,
     ) -> Progress | None:
-        """The PLAN call (retried once with the validation error); None once `plan.created` is out."""
-        messages = [*run.history]
+        """The PLAN call over the conversation up to the turn's input (retried once with the validation
+        error); None once `plan.created` is out."""
+        messages = [*conversation]
         for attempt in range(2):
             response = await self._call(run, services, journal, totals, PLAN_INSTRUCTION, messages)
             if isinstance(response, Progress):
@@ -186,28 +226,33 @@ class AutonomousRuntime:
 
     @staticmethod
     def _step_run(
-        run: TurnRun, plan: Plan, step: Step, conversation: list[ChatMessage], totals: _Totals, resuming: bool
+        run: TurnRun, plan: Plan, step: Step, conversation: list[ChatMessage], totals: _Totals, going_on: bool
     ) -> TurnRun:
-        """The inner loop's run for one todo: its goal, the plan, the todo's position and earlier outputs in context."""
-        position = plan.steps.index(step) + 1
-        goal = (
-            f"You are carrying out step {position} of {len(plan.steps)} of a plan for this request: {run.input}\n"
-            f"The plan:\n{plan.outline(step)}\n\nEarlier steps' outputs:\n{plan.outputs() or '(none yet)'}\n\n"
-            f"Now do only this step: {step.title}"
-        )
-        history = conversation if resuming else [*conversation, ChatMessage(role="user", content=goal)]
+        """The inner loop's run for one todo, from the turn's running totals. A new step's history ends
+        with its goal; a step `going_on` goes on from its stored messages with the run's decisions (an
+        approval's resume) or through the inner runtime's own continuation (a continued run)."""
+        opening = goal(plan, step, run.input)
         return dataclasses.replace(
             run,
-            input=goal,
-            history=history,
+            input=opening.content,
+            history=conversation if going_on else [*conversation, opening],
             loop_count=totals.loop_count,
             input_tokens=totals.input_tokens,
             output_tokens=totals.output_tokens,
-            resumed_by=run.resumed_by if resuming else None,
-            decisions=run.decisions if resuming else {},
-            pending=run.pending if resuming else [],
-            last_text=run.last_text if resuming else "",
+            resumed_by=run.resumed_by if going_on else None,
+            decisions=run.decisions if going_on else {},
+            pending=run.pending if going_on else [],
+            last_text=run.last_text if going_on else "",
+            continued=run.continued if going_on else None,
         )
+
+
+def _over_budget(run: TurnRun, plan: Plan, totals: _Totals) -> Progress | None:
+    """`budget_exceeded` with the done steps' outputs once the turn's budget is spent; None while it is not."""
+    if (reason := spent_reason(_budget(run), totals.spent())) is None:
+        return None
+    error = exceeded("budget_exceeded", reason, totals.spent())
+    return totals.progress(status="budget_exceeded", error=error, final_output=plan.outputs() or None)
 
 
 def _budget(run: TurnRun) -> Budget:
