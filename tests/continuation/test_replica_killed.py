@@ -38,10 +38,7 @@ from tests.live_server import LiveServer
 from tests.sse import Frame
 from tests.turns.support import get_turn
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.xfail(run=False, reason="waits for the continuation engine of issue #17 (branch cont)"),
-]
+pytestmark = pytest.mark.timeout(180)
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 DELAY_MS = 100
