@@ -129,8 +129,7 @@ async def test_a_tool_batch_cut_by_the_crash_is_finished_without_a_second_effect
     sql: AsyncEngine, quiet_shared_app: None,
 ) -> None:  # fmt: skip
     anthropic.play(
-        Step(tool_calls=[(CREATE, {"title": "one"}), (CREATE, {"title": "two"}), (CREATE, {"title": "three"})]),
-        Step(text="filed them"),
+        Step(tool_calls=[(CREATE, {"title": "one"}), (CREATE, {"title": "two"}), (CREATE, {"title": "three"})])
     )
     settings = sdk_settings_for(
         database_url, tmp_path / "data", anthropic, mcp_gateway=McpGatewaySettings(url=gateway.url, timeout_seconds=30)
@@ -141,6 +140,7 @@ async def test_a_tool_batch_cut_by_the_crash_is_finished_without_a_second_effect
         running = asyncio.create_task(turn(first, alice, session_id, "file three issues"))
         await wait_reached(held, POLL_TIMEOUT_SECONDS)
         turn_id = await crash_while(first_app, first, alice, sql, running, session_id)
+        anthropic.play(Step(text="filed them"))
         recovery = asyncio.create_task(continued(second_app, second, alice, turn_id))
         await sent_calls(gateway, 3)  # "one", "two", and "two" again: it was out when the replica died
         gateway.effects.release("two")
