@@ -44,13 +44,15 @@ class HandOver:
     """Where the lost run stopped: in its `reply`-th model reply (0-based), after `durable` stored deltas.
 
     `lost` events followed on the lost replica's stream and were never stored; their text is
-    changed (upper case), as a model called again need not say the same.
+    changed (upper case), as a model called again need not say the same. A drained replica ends the
+    stream with `retry:`; a `died` one drops the connection mid-response instead.
     """
 
     reply: int = 0
     durable: int = 1
     lost: int = 6
     reason: str = "shutdown"
+    died: bool = False
 
 
 @dataclass
@@ -137,9 +139,12 @@ class HandOverApp:
         assert events[-1]["type"] == "turn.ended", events
         self.result = handed_over(events, self.plan)
         await store_log(self.sql, self.result.stored)
+        if self.plan.died:  # the response never completes: uvicorn drops the connection
+            await _answer(send, 200, sse(self.result.shown), b"text/event-stream", more_body=True)
+            return
         await _answer(send, 200, sse(self.result.shown) + f"retry: {RETRY_MS}\n\n".encode(), b"text/event-stream")
 
 
-async def _answer(send: Send, status: int, body: bytes, media_type: bytes) -> None:
+async def _answer(send: Send, status: int, body: bytes, media_type: bytes, *, more_body: bool = False) -> None:
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", media_type)]})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": more_body})

@@ -12,12 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.chat import _show
-from app.chat_turn import MAX_RECONNECTS
+from app.chat_turn import DEFAULT_RETRY_MS, MAX_RECONNECTS
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
 from tests.factories import create_agent, create_session, scripted_config
-from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
+from tests.handover import RETRY_MS, TOOL_THEN_ANSWER, HandOver, HandOverApp
 from tests.turns.loopback import serve_asgi, serve_on_loopback
 
 CONFIG = scripted_config(
@@ -100,10 +100,15 @@ async def _assistant_texts(base_url: str, headers: dict[str, str], session_id: s
     return [m["content"] for m in messages if m["role"] == "assistant" and m["content"]]
 
 
+@pytest.mark.parametrize(
+    "plan",
+    [HandOver(durable=2, lost=13), HandOver(durable=2, lost=13, reason="replica_lost", died=True)],
+    ids=["drained", "died"],
+)
 async def test_chat_reconnects_after_a_hand_over_and_keeps_only_what_was_stored(
-    settings: Settings, sql: AsyncEngine, alice: dict[str, str], capsys: pytest.CaptureFixture[str]
+    settings: Settings, sql: AsyncEngine, alice: dict[str, str], capsys: pytest.CaptureFixture[str], plan: HandOver
 ) -> None:
-    front = HandOverApp(create_app(settings), sql, HandOver(durable=2, lost=13))
+    front = HandOverApp(create_app(settings), sql, plan)
     async with serve_asgi(front, lifespan="on") as base_url:
         async with httpx.AsyncClient(base_url=base_url) as client:
             agent = await create_agent(client, alice, TOOL_THEN_ANSWER)
@@ -116,7 +121,7 @@ async def test_chat_reconnects_after_a_hand_over_and_keeps_only_what_was_stored(
     lost_text = "".join(e["text"] for e in front.result.shown if e["type"] == "message.delta")
     assert lost_text.startswith("Let me ASK THE")  # the terminal showed the lost run's text …
     assert lost_text in out
-    notice = "[the turn moved to another replica (shutdown): "
+    notice = f"[the turn moved to another replica ({plan.reason}): "
     assert out.count(notice) == 1
     before, after = out.split(notice)
     assert "characters of the reply and 1 tool result above are withdrawn and redone below]" in after
@@ -125,6 +130,7 @@ async def test_chat_reconnects_after_a_hand_over_and_keeps_only_what_was_stored(
     assert after.count("[echo] -> hello") == 1
     assert after.rstrip().endswith("The echo said hello.\n[completed]")
     assert view.ended
+    assert view.retry_ms == (DEFAULT_RETRY_MS if plan.died else RETRY_MS)  # the hint it waited before reconnecting
     assert view.replies == stored == ["Let me ask the echo tool.", "The echo said hello."]
     resumed = next(e for e in view.events if e["type"] == "turn.resumed")
     assert [e["type"] for e in view.events if e["seq"] < resumed["seq"]][-1] == "node.started"  # no delta kept

@@ -13,6 +13,7 @@ event it passed on, and the client sees the continuation (with its `turn.resumed
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -40,6 +41,8 @@ from app.turns.service import TurnService
 THREAD_NAMESPACE = uuid.UUID("6f1c2a52-4b7e-4d55-9a53-0c7e8f3b2d19")
 MAX_FOLLOWS = 3
 """Follows in a row that bring no event before an adapter's stream gives up on a cut turn."""
+FOLLOW_PAUSE_SECONDS = 0.5
+"""Before a follow that comes after one which brought nothing, times the follows without an event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +92,9 @@ class AdapterRuns:
 
     async def start(self, session_id: uuid.UUID, text: str) -> Run:
         turn_id, stream = await self.turns.start(session_id, TurnCreate(input=text))
-        return Run(session_id, turn_id, self._to_the_end(turn_id, stream.follow, stream.first_seq - 1))
+        return Run(session_id, turn_id, self.through_hand_overs(turn_id, stream.follow, stream.first_seq - 1))
 
-    async def _to_the_end(
+    async def through_hand_overs(
         self, turn_id: uuid.UUID, follow: Callable[[int], AsyncIterator[bytes]], after: int
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The events of `follow(after)`, followed again through the store while a hand-over cut them."""
@@ -105,6 +108,7 @@ class AdapterRuns:
             if ended:
                 return
             idle = 0 if after > last else idle + 1
+            await asyncio.sleep(FOLLOW_PAUSE_SECONDS * idle)
             follow = partial(self.turns.follow, turn_id)
 
     async def latest(self, session_id: uuid.UUID) -> Run | None:
@@ -120,7 +124,7 @@ class AdapterRuns:
             async with unit_of_work(self.container.session_factory) as db:
                 started = await TurnRepository(db, self.principal.tenant_id).last_seq_of(turn_id, "turn.started")
         follow = partial(self.turns.follow, turn_id)
-        return Run(session_id, turn_id, self._to_the_end(turn_id, follow, (started or 1) - 1))
+        return Run(session_id, turn_id, self.through_hand_overs(turn_id, follow, (started or 1) - 1))
 
     async def answer(self, session_id: uuid.UUID, decisions: list[tuple[uuid.UUID, ApprovalDecision]]) -> Run | None:
         """Decide each approval still pending through the approvals service; the run they resume, if any.
@@ -138,6 +142,6 @@ class AdapterRuns:
                 continue
             outcome = await approvals.decide(approval_id, decision)
             if isinstance(outcome, Resumed):
-                events = self._to_the_end(outcome.turn_id, outcome.stream.follow, outcome.stream.first_seq - 1)
+                events = self.through_hand_overs(outcome.turn_id, outcome.stream.follow, outcome.stream.first_seq - 1)
                 resumed = Run(current.session_id, outcome.turn_id, events)
         return resumed

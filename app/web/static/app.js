@@ -453,6 +453,12 @@ async function follow(view, attempts = 5) {
   throw new Error("Lost the turn's stream; reload the page to pick it up again");
 }
 
+// The turn a message started, when its stream broke before the first event named it.
+async function startedTurn(input) {
+  const latest = (await json("GET", `/sessions/${state.sessionId}/turns?limit=1`)).items[0];
+  return latest && latest.input === input ? viewFor(latest.id, input) : null;
+}
+
 async function send() {
   const input = $("message").value.trim();
   if (!input || !state.sessionId) return;
@@ -465,7 +471,7 @@ async function send() {
       view = view || viewFor(event.turn_id, input);
       onEvent(view, event);
     });
-    await finish(view, retry);
+    await finish(view || await startedTurn(input), retry);
   } finally {
     setComposer(true);
     $("message").focus();
