@@ -20,7 +20,6 @@ from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.autonomy.runtime import AutonomousRuntime
-from app.claude_sdk.options import Provider
 from app.claude_sdk.pool import ClientPool
 from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import AppState
@@ -121,12 +120,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
     session_factory = create_session_factory(engine)
-    claude_sdk = _claude_sdk(settings)
+    resolver = _resolver(settings, sql, secret_box)
+    claude_sdk = _claude_sdk(settings, resolver)
     turns = TurnManager(
         engine=engine,
         sql=sql,
         runtimes=_runtimes(claude_sdk),
-        providers=ProviderRegistry.default(provider_clients, _resolver(settings, sql, secret_box)),
+        providers=ProviderRegistry.default(provider_clients, resolver),
         outbound=outbound,
         listener=listener,
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
@@ -208,12 +208,12 @@ def _runtimes(claude_sdk: ClaudeSdkRuntime) -> dict[str, TurnRuntime]:
     }
 
 
-def _claude_sdk(settings: Settings) -> ClaudeSdkRuntime:
+def _claude_sdk(settings: Settings, endpoints: CredentialResolver) -> ClaudeSdkRuntime:
     config = settings.claude_sdk
     return ClaudeSdkRuntime(
         pool=ClientPool(max_sessions=config.max_sessions, idle_seconds=config.idle_seconds),
         data_dir=settings.data_dir,
-        provider=Provider(api_key=settings.anthropic.api_key, base_url=settings.anthropic.base_url),
+        endpoints=endpoints,
         cli_path=config.cli_path,
     )
 

@@ -72,8 +72,7 @@ class ToolGate:
     async def judge(self, name: str, arguments: dict[str, Any], tool_call_id: str) -> Verdict:
         policy = await self._governance.current("tool")
         if not self._surface.known(name):
-            unknown = Decision("tool", "deny", UNKNOWN_TOOL_RULE_ID, f"unknown tool {name!r}", policy.policy_hash)
-            return self._decided(unknown, tool_call_id, name)
+            return self._decided(_unknown(name, policy), tool_call_id, name)
         outside = self._surface.escapes(name, arguments)
         if outside is not None:
             reason = f"{outside} is outside this session's working directory"
@@ -89,6 +88,10 @@ class ToolGate:
         if isinstance(policy, Decision):  # the set could not be read: fail closed
             return self._decided(policy, tool_call_id, name)
         return self._decided(decide_tool(policy, name, arguments), tool_call_id, name)
+
+    async def refused_unknown(self, name: str, tool_call_id: str) -> Verdict:
+        """The receipt of a call Claude Code refused itself, before any hook: a name it does not offer."""
+        return self._decided(_unknown(name, await self._governance.current("tool")), tool_call_id, name)
 
     def _decided(self, decision: Decision, tool_call_id: str, name: str) -> Verdict:
         self._recorder.record_decision(decision, tool_call_id=tool_call_id, tool_name=name)
@@ -125,3 +128,7 @@ class ToolGate:
         if context.blocked_path is not None:
             return PermissionResultDeny(message=f"{context.blocked_path} is outside this session's working directory")
         return PermissionResultAllow()
+
+
+def _unknown(name: str, policy: PolicySet | Decision) -> Decision:
+    return Decision("tool", "deny", UNKNOWN_TOOL_RULE_ID, f"unknown tool {name!r}", policy.policy_hash)

@@ -11,15 +11,16 @@ auto-update and other non-essential traffic off, and its subprocesses' credentia
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, HookMatcher, McpSdkServerConfig
+
+from app.claude_sdk.transcript import Transcript
 
 KEPT_ENV = frozenset({"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM"})
 QUIET_ENV = {
@@ -58,28 +59,19 @@ class SessionFolders:
     def has_transcript(self, session_id: uuid.UUID) -> bool:
         return bool(self.transcripts(session_id))
 
-    def tool_use_entry(self, session_id: uuid.UUID, tool_use_id: str) -> str | None:
-        """The id of Claude Code's transcript entry that holds the `tool_use` block `tool_use_id` (blocking I/O)."""
+    def transcript(self, session_id: uuid.UUID) -> Transcript:
+        """Claude Code's record of the conversation (blocking I/O)."""
+        return Transcript.read(self.transcripts(session_id))
+
+    def set_aside(self, session_id: uuid.UUID) -> None:
+        """Keep the transcript under another name: the next process starts the conversation anew (blocking I/O)."""
         for path in self.transcripts(session_id):
-            with path.open(encoding="utf-8") as lines:
-                for line in lines:
-                    if tool_use_id not in line:
-                        continue
-                    entry = json.loads(line)
-                    if entry.get("type") == "assistant" and _holds_tool_use(entry, tool_use_id):
-                        return str(entry["uuid"])
-        return None
-
-
-def _holds_tool_use(entry: dict[str, Any], tool_use_id: str) -> bool:
-    content = (entry.get("message") or {}).get("content")
-    blocks = content if isinstance(content, list) else []
-    return any(block.get("type") == "tool_use" and block.get("id") == tool_use_id for block in blocks)
+            path.rename(path.with_suffix(".jsonl.set-aside"))
 
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     base_url: str | None
 
 

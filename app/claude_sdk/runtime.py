@@ -2,15 +2,15 @@
 
 Per session, one Claude Code process from the pool (app/claude_sdk/pool.py), reused by its turns.
 A turn binds the session's callbacks to itself (app/claude_sdk/router.py), sends the input and
-records what comes back (app/claude_sdk/turn.py). A cancel interrupts Claude Code and waits for it
-to settle its turn, so the session's next turn starts clean; if it does not within
+records what comes back (app/claude_sdk/turn.py). A user's cancel interrupts Claude Code and waits
+for it to settle its turn, so the session's next turn starts clean; if it does not within
 `SETTLE_SECONDS`, the process is closed (the next turn resumes the conversation from its transcript).
+A cancel the engine makes with a message (a drain's hand-over, a run fenced off because another
+replica took its turn) closes the process as it stands instead: the turn continues from the
+transcript elsewhere, which an interrupt would have extended with Claude Code's own error results.
 
-An approval resumes the session exactly at the call that waited (docs/decisions.md): the stopped
-batch's calls are finished from our side — a result from the ledger, a human's denial, or the
-approved call executed through the turn's toolbox — and a new Claude Code process continues the
-conversation from the transcript entry of that reply (`resume_session_at`) with a user message
-holding the tool results, so the model sees its own call answered.
+How a run opens — a new prompt, an approval's resume at the call that waited, or the continuation
+of a turn whose replica was lost — is app/claude_sdk/opening.py.
 """
 
 from __future__ import annotations
@@ -26,17 +26,15 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
-from app.claude_sdk.gate import ToolGate
+from app.claude_sdk.opening import open_run
 from app.claude_sdk.options import Provider, SessionFolders, session_options
 from app.claude_sdk.pool import ClientPool, PoolFull
 from app.claude_sdk.router import SessionRouter
 from app.claude_sdk.surface import ToolSurface, claude_tools
 from app.claude_sdk.turn import SdkTurn
-from app.governance.policy import arguments_hash
-from app.providers.base import ToolCall
-from app.runtime.events import ToolCallCompleted
-from app.runtime.journal import HumanDecision, Progress, TurnJournal, TurnRun, TurnServices
-from app.tools.base import ToolResult
+from app.providers.base import ProviderError
+from app.providers.registry import EndpointResolver
+from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
 log = logging.getLogger(__name__)
@@ -49,6 +47,8 @@ class SessionClient:
 
     sdk: ClaudeSDKClient
     router: SessionRouter
+    provider: Provider
+    """The key and URL its process was started with (a turn resolving another restarts it)."""
 
     async def connect(self) -> None:
         await self.sdk.connect()
@@ -58,10 +58,13 @@ class SessionClient:
 
 
 class ClaudeSdkRuntime:
-    def __init__(self, *, pool: ClientPool, data_dir: Path, provider: Provider, cli_path: Path | None = None) -> None:
+    def __init__(
+        self, *, pool: ClientPool, data_dir: Path, endpoints: EndpointResolver, cli_path: Path | None = None
+    ) -> None:
         self.pool = pool
         self.data_dir = data_dir
-        self.provider = provider
+        self.endpoints = endpoints
+        """The tenant's key (its credential, or the operator's environment key), as for the LangGraph runtime."""
         self.cli_path = cli_path
 
     def admits(self, session_id: uuid.UUID) -> bool:
@@ -72,9 +75,12 @@ class ClaudeSdkRuntime:
         await self.pool.close(session_id)
 
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
-        if not self.provider.api_key:
-            yield _failed("provider_not_configured", "no Anthropic API key is configured for the claude_sdk runtime")
+        try:
+            endpoint = await self.endpoints.resolve(run.ident.tenant_id, run.snapshot["model"])
+        except ProviderError as exc:
+            yield _failed(exc.code, exc.message)
             return
+        provider = Provider(api_key=endpoint.api_key, base_url=endpoint.base_url)
         try:
             specs = await services.tools.specs()
         except McpGatewayUnavailable as exc:
@@ -84,20 +90,12 @@ class ClaudeSdkRuntime:
         native = claude_tools(list(run.snapshot.get("tools", [])))
         surface = ToolSurface(served=tuple(specs), native=tuple(native), workdir=folders.work)
         turn = SdkTurn(run, services, journal, surface)
-        gate = ToolGate(surface, services.governance, turn)
-        prompt: str | dict[str, Any] = run.input
-        resume_at = None
-        if run.resumed:
-            results = await _finish_batch(turn, gate, run)
-            if results is None:
-                yield turn.progress
-                return
-            resume_at = await asyncio.to_thread(folders.tool_use_entry, run.ident.session_id, run.pending[-1].id)
-            if resume_at is None:
-                yield _failed("sdk_session_lost", "Claude Code's transcript of this session is not on this replica")
-                return
-            await self.pool.close(run.ident.session_id)  # a new process continues from that entry
-            prompt = _tool_results_message(run.pending, results)
+        opening = await open_run(turn, run, folders)
+        if isinstance(opening, Progress):
+            yield opening
+            return
+        if opening.restart or self._started_with_another(run.ident.session_id, provider):
+            await self.pool.close(run.ident.session_id)
 
         async def open_client(session_id: uuid.UUID) -> SessionClient:
             router = SessionRouter()
@@ -105,31 +103,39 @@ class ClaudeSdkRuntime:
                 session_id=session_id,
                 snapshot=run.snapshot,
                 folders=folders,
-                provider=self.provider,
+                provider=provider,
                 native_tools=native,
                 server=surface.server(router.run_tool) if surface.served else None,
                 can_use_tool=router.can_use_tool,
                 hooks=router.hooks(),
                 cli_path=self.cli_path,
-                resume_at=resume_at,
+                resume_at=opening.resume_at,
             )
-            return SessionClient(ClaudeSDKClient(options), router)
+            return SessionClient(ClaudeSDKClient(options), router, provider)
 
         try:
             async with self.pool.use(run.ident.session_id, open_client) as lease:
                 client = lease.client
                 assert isinstance(client, SessionClient)
-                client.router.bind(gate, turn.run_tool)
+                client.router.bind(turn.gate, turn.run_tool)
                 try:
-                    async for progress in turn.drive(client.sdk, prompt):
+                    async for progress in turn.drive(client.sdk, opening.prompt):
                         yield progress
-                except asyncio.CancelledError:
-                    await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
+                except asyncio.CancelledError as stopped:
+                    if stopped.args:  # the engine's own stop (a hand-over, a fence): the turn goes on elsewhere
+                        await _despite_cancel(self.pool.close(run.ident.session_id))
+                    else:
+                        await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
                     raise
                 finally:
                     client.router.unbind()
         except PoolFull as exc:
             yield _failed("too_many_turns", str(exc))
+
+    def _started_with_another(self, session_id: uuid.UUID, provider: Provider) -> bool:
+        """Whether the session's idle process holds another key or URL than this turn resolved (a rotated key)."""
+        lease = self.pool.get(session_id)
+        return lease is not None and isinstance(lease.client, SessionClient) and lease.client.provider != provider
 
     async def _settle_cancelled(self, client: SessionClient, session_id: uuid.UUID) -> None:
         """Interrupt Claude Code and read its turn to the end; close the process if it does not settle."""
@@ -153,58 +159,3 @@ async def _despite_cancel(work: Any) -> None:
 
 def _failed(code: str, message: str) -> Progress:
     return Progress(status="failed", error={"code": code, "message": message})
-
-
-async def _finish_batch(turn: SdkTurn, gate: ToolGate, run: TurnRun) -> list[ToolResult] | None:
-    """The results of the stopped batch's calls, in order; None if a call needs a human again."""
-    results: list[ToolResult] = []
-    for call in run.pending:
-        turn.calls[call.id] = call
-        stored = await turn.journal.ledger_get(turn.key(call.id))
-        if stored is not None:
-            results.append(stored)
-            continue
-        human = run.decisions.get(call.id)
-        if human is not None:
-            result = await _decided(turn, call, human)
-        else:
-            verdict = await turn.on_verdict(
-                call.id, call.name, call.arguments, await gate.judge(call.name, call.arguments, call.id)
-            )
-            if verdict.outcome in ("requires_approval", "held"):
-                return None
-            result = turn.results.get(call.id) or await _execute(turn, call)
-        results.append(result)
-        turn.journal.tool_result(call, result)
-        turn.journal.event(
-            ToolCallCompleted(tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content)
-        )
-    return results
-
-
-async def _decided(turn: SdkTurn, call: ToolCall, human: HumanDecision) -> ToolResult:
-    if human["decision"] != "approve":
-        denied = ToolResult(f"denied by a human: {human['reason'] or 'no reason given'}", is_error=True)
-        return await turn.journal.ledger_put(turn.key(call.id), turn.progress.loop_count, call, denied)
-    if human["arguments"] is not None:
-        call = dataclasses.replace(call, arguments=human["arguments"])
-    return await _execute(turn, call)
-
-
-async def _execute(turn: SdkTurn, call: ToolCall) -> ToolResult:
-    """Run a call of the stopped batch from our side (a native tool is allowed when the model makes it again)."""
-    key, loop = turn.key(call.id), turn.progress.loop_count
-    if turn.surface.is_native(call.name):
-        turn.grants.add((call.name, arguments_hash(call.arguments)))
-        note = f"approved: make this {call.name} call again, with the same arguments, to run it"
-        return await turn.journal.ledger_put(key, loop, call, ToolResult(note))
-    await turn.journal.dispatched(key, loop, call)
-    return await turn.journal.ledger_put(key, loop, call, await turn.services.tools.run(call, key))
-
-
-def _tool_results_message(calls: list[ToolCall], results: list[ToolResult]) -> dict[str, Any]:
-    blocks = [
-        {"type": "tool_result", "tool_use_id": call.id, "content": result.content, "is_error": result.is_error}
-        for call, result in zip(calls, results, strict=True)
-    ]
-    return {"type": "user", "message": {"role": "user", "content": blocks}, "parent_tool_use_id": None}

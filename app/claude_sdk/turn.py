@@ -12,19 +12,26 @@ before they run; output beyond `max_output_tokens` stops it `budget_exceeded`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+from opentelemetry import context as otel_context
 
 from app.claude_sdk.events import EventMapper, ModelCall
-from app.claude_sdk.gate import Verdict
+from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.surface import ToolSurface
-from app.core.metrics import TOKENS, TOOL_CALLS
+from app.core import tracing
+from app.core.metrics import TOOL_CALLS
+from app.governance.budget import Spent, exceeded
 from app.governance.policy import Decision, arguments_hash
-from app.providers.base import ChatMessage, ToolCall
+from app.providers import telemetry
+from app.providers.base import ChatMessage, ModelResponse, ToolCall
+from app.providers.context_windows import estimate_tokens
 from app.runtime.events import (
     EndStatus,
     EventBody,
@@ -34,11 +41,21 @@ from app.runtime.events import (
     ToolCallRequested,
     UsageEvent,
 )
-from app.runtime.journal import ApprovalRequest, ModelUsage, Progress, TurnJournal, TurnRun, TurnServices
+from app.runtime.journal import (
+    ApprovalRequest,
+    ModelUsage,
+    Progress,
+    QuotaHold,
+    TurnJournal,
+    TurnRun,
+    TurnServices,
+)
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
 
 log = logging.getLogger(__name__)
+QUOTA_SPENT = "the tenant's token quota for this period is spent"
+BUDGET_SPENT = "the turn's output token budget is spent"
 CLOSE_WAIT_SECONDS = 30.0
 """How long an in-process tool call waits for its model reply to be recorded (it already streamed)."""
 
@@ -75,9 +92,19 @@ class SdkTurn:
         """(name, arguments hash) of native calls a human approved: allowed once when made again."""
         self._queued: dict[tuple[str, str], deque[str]] = {}
         self._recorded: dict[str, asyncio.Event] = {}
-        self._had_tools = run.resumed
-        """Whether the latest model reply asked for tools (a resumed run continues such a reply)."""
+        self.had_tools = False
+        """Whether the latest model reply asked for tools (set when a run opens by finishing such a reply's batch)."""
         self.stop: tuple[EndStatus, dict[str, Any] | None] | None = None
+        self.gate = ToolGate(surface, services.governance, self)
+        self.max_tokens = int(run.snapshot["model"].get("max_tokens", 1024))
+        self._hold: QuotaHold | None = None
+        """The tenant quota's reservation for the next (or the streaming) model call."""
+        self._prompt_tokens = 0
+        """Input tokens of the latest model call: the next prompt is at least as long."""
+        self._span: telemetry.ModelCall | None = None
+        """The model call streaming now (`chat {model}`)."""
+        self._trace = otel_context.get_current()
+        """The turn's trace context (`invoke_agent`), for the tool calls Claude Code calls back into."""
 
     # -- the gate's recorder ------------------------------------------------------------------
 
@@ -127,11 +154,23 @@ class SdkTurn:
         if call.id in self.results:
             return self.results[call.id]
         await self._reply_recorded(call.id)
+        if self.stop is not None:  # the turn stopped at this reply (a budget, the quota): nothing more runs
+            self.waiting.add(call.id)
+            return ToolResult("this call waits: the turn stops before it", is_error=True)
         key = self.key(call.id)
         await self.journal.dispatched(key, self.progress.loop_count, call)
-        result = await self.services.tools.run(call, key)
+        result = await self.execute(call, key)
         self.results[call.id] = await self.journal.ledger_put(key, self.progress.loop_count, call, result)
         return self.results[call.id]
+
+    async def execute(self, call: ToolCall, key: str) -> ToolResult:
+        """Run an in-process tool call through the turn's toolbox (its dispatch is recorded already)."""
+        mcp = self.services.tools.is_mcp(call.name)
+        with telemetry.tool_call(call.name, call.id, mcp=mcp, parent=self._trace) as span:
+            result = await self.services.tools.run(call, key)
+            if result.is_error:
+                tracing.set_error(span, "tool_error")
+        return result
 
     async def _reply_recorded(self, call_id: str) -> None:
         """Claude Code runs a tool only after the reply naming it streamed; wait until we recorded that reply."""
@@ -144,23 +183,35 @@ class SdkTurn:
 
     # -- the SDK turn ---------------------------------------------------------------------------
 
-    async def drive(self, client: ClaudeSDKClient, prompt: str | dict[str, Any]) -> AsyncIterator[Progress]:
-        if isinstance(prompt, str):
-            await client.query(prompt)
-        else:
-            await client.query(_one(prompt))
-        async for message in client.receive_response():
-            opened = self.mapper.opened
-            events = self.mapper.map(message)
-            if self.mapper.opened > opened and self._had_tools:
-                self.progress.loop_count += 1  # a new model call after a reply that asked for tools
-            for kind, data in events:
-                await self._event(kind, data)
-            for call in self.mapper.take_closed():
-                await self._closed(client, call)
-            if isinstance(message, ResultMessage):
-                self._finish(message)
-            yield self.progress
+    async def drive(self, client: ClaudeSDKClient, prompt: dict[str, Any]) -> AsyncIterator[Progress]:
+        """The SDK turn of `prompt`, whose first model call reserves from the tenant's quota first."""
+        if not await self.reserve(json.dumps(prompt)):
+            yield self.stopped()
+            return
+        await client.query(_one(prompt))
+        try:
+            async for progress in self._received(client):
+                yield progress
+        finally:  # a reserved call that never came (the turn stopped), or one cut short: what it cost
+            self._settle_quota(self.mapper.call.input_tokens + self.mapper.call.output_tokens)
+
+    async def _received(self, client: ClaudeSDKClient) -> AsyncIterator[Progress]:
+        with contextlib.ExitStack() as spans:
+            async for message in client.receive_response():
+                opened = self.mapper.opened
+                events = self.mapper.map(message)
+                if self.mapper.opened > opened:
+                    self._span = spans.enter_context(telemetry.model_call("anthropic", self.model, self.max_tokens))
+                    if self.had_tools:
+                        self.progress.loop_count += 1  # a new model call after a reply that asked for tools
+                for kind, data in events:
+                    await self._event(kind, data)
+                for call in self.mapper.take_closed():
+                    await self._closed(client, call)
+                    spans.close()
+                if isinstance(message, ResultMessage):
+                    self._finish(message)
+                yield self.progress
 
     async def _event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "tool_call.completed":
@@ -168,6 +219,9 @@ class SdkTurn:
             if call_id in self.waiting:
                 return
             call = self.calls.get(call_id) or ToolCall(id=call_id, name=data["name"], arguments={})
+            if call_id not in self.calls and not self.surface.known(call.name):
+                await self.gate.refused_unknown(call.name, call_id)  # Claude Code refused it before any hook
+                self.denied.add(call_id)
             result = self.results.get(call_id)
             if result is None:  # a native tool Claude Code ran itself
                 result = ToolResult(data["result"], is_error=data["is_error"])
@@ -179,27 +233,55 @@ class SdkTurn:
         self.journal.event(_EVENTS[kind].model_validate(data))
 
     async def _closed(self, client: ClaudeSDKClient, call: ModelCall) -> None:
-        self._had_tools = bool(call.tool_calls)
+        self.had_tools = bool(call.tool_calls)
         self.progress.input_tokens += call.input_tokens
         self.progress.output_tokens += call.output_tokens
-        TOKENS.labels(provider="anthropic", model=self.model, kind="input").inc(call.input_tokens)
-        TOKENS.labels(provider="anthropic", model=self.model, kind="output").inc(call.output_tokens)
+        if self._span is not None:  # the call's tokens (metrics) and its span's usage attributes
+            self._span.finished(
+                ModelResponse(call.text, call.tool_calls, call.input_tokens, call.output_tokens, call.stop_reason)
+            )
+            self._span = None
         self.progress.last_text = call.text
         message = ChatMessage(role="assistant", content=call.text, tool_calls=tuple(call.tool_calls))
         self.journal.assistant_message(message, ModelUsage(self.model, call.input_tokens, call.output_tokens))
-        for tool_call in call.tool_calls:
-            self._recorded.setdefault(tool_call.id, asyncio.Event()).set()
+        self._settle_quota(call.input_tokens + call.output_tokens)
+        self._prompt_tokens = call.input_tokens
         if self.progress.output_tokens >= self.run.max_output_tokens and self.stop is None:
-            self.stop = ("budget_exceeded", self._budget_error())
+            self.stop = ("budget_exceeded", self._exceeded("budget_exceeded", BUDGET_SPENT))
+        elif call.tool_calls and self.stop is None:
+            await self.reserve("")  # Claude Code makes the next call as soon as these calls are answered
+        for tool_call in call.tool_calls:
+            if self.stop is not None and tool_call.id not in self.results:
+                self.waiting.add(tool_call.id)  # the turn stops before it: Claude Code's error for it is not its result
+            self._recorded.setdefault(tool_call.id, asyncio.Event()).set()
+        if self.stop is not None:
             await client.interrupt()
 
-    def _budget_error(self) -> dict[str, Any]:
-        spent = {
-            "input_tokens": self.progress.input_tokens,
-            "output_tokens": self.progress.output_tokens,
-            "loops": self.progress.loop_count,
-        }
-        return {"code": "budget_exceeded", "message": "the turn's output token budget is spent", "spent": spent}
+    async def reserve(self, prompt: str) -> bool:
+        """Reserve the next model call's worst case from the tenant's quota (its prompt is about the last
+        call's plus `prompt`); False, and the turn stops `budget_exceeded`, when the quota is spent."""
+        if self.services.quota is None:
+            return True
+        worst = self._prompt_tokens + estimate_tokens(prompt, "anthropic") + self.max_tokens
+        self._hold = await self.services.quota.reserve(worst)
+        if self._hold is None:
+            self.stop = ("budget_exceeded", self._exceeded("quota_exceeded", QUOTA_SPENT))
+        return self._hold is not None
+
+    def _settle_quota(self, used: int) -> None:
+        if self._hold is not None:
+            self.journal.quota_settled(self._hold, used)
+            self._hold = None
+
+    def _exceeded(self, code: str, message: str) -> dict[str, Any]:
+        spent = Spent(self.progress.input_tokens, self.progress.output_tokens, self.progress.loop_count)
+        return exceeded(code, message, spent)
+
+    def stopped(self) -> Progress:
+        """The progress of a run stopped before Claude Code was asked anything."""
+        if self.stop is not None:
+            self.progress.status, self.progress.error = self.stop
+        return self.progress
 
     def _finish(self, result: ResultMessage) -> None:
         if self.stop is not None:

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 
 from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
-from app.graph.telemetry import ModelCall, model_call
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
 from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
+from app.providers.telemetry import ModelCall, model_call
 from app.runtime.events import MessageCompleted, MessageDelta, UsageEvent, UsageKind
 from app.runtime.journal import ModelUsage, QuotaGate, QuotaHold, TurnJournal
 

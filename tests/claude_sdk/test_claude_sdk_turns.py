@@ -299,3 +299,28 @@ async def test_a_human_denial_answers_the_waiting_call_and_the_model_goes_on(
     (result,) = [b for b in anthropic.loop_requests()[-1]["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert result["is_error"] is True
     assert "denied by a human: not now" in str(result["content"])
+
+
+async def test_a_tool_nobody_offered_is_refused_with_an_unknown_tool_receipt(
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic, sql: AsyncEngine
+) -> None:
+    session_id = await new_session(api, alice)
+    anthropic.play(
+        Step(tool_calls=[("Bash", {"command": "id"}), ("mcp__agent__launch_missiles", {})]),
+        Step(text="I cannot do that"),
+    )
+
+    frames = await turn(api, alice, session_id, "try what is not offered")
+
+    calls = [c["tool_call_id"] for c in of(frames, "tool_call.requested")]
+    decisions = of(frames, "policy.decision")
+    assert [(d["tool_call_id"], d["verdict"], d["rule_id"]) for d in decisions] == [
+        (calls[0], "deny", "unknown_tool"), (calls[1], "deny", "unknown_tool"),
+    ]  # fmt: skip
+    assert "launch_missiles" in decisions[1]["reason"]
+    assert [c["is_error"] for c in of(frames, "tool_call.completed")] == [True, True]
+    assert frames[-1].data["status"] == "completed"
+    turn_id = uuid.UUID(frames[0].data["turn_id"])
+    async with sql.connect() as conn:
+        receipts = (await conn.execute(select(PolicyDecision.rule_id).where(PolicyDecision.turn_id == turn_id))).all()
+    assert [r.rule_id for r in receipts] == ["unknown_tool", "unknown_tool"]

@@ -20,8 +20,8 @@ from app.governance.policy import HASH_UNAVAILABLE, Decision, PolicySet, blackli
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import HumanDecision, TurnState
-from app.graph.telemetry import tool_call, tool_settled
 from app.providers.base import ToolCall
+from app.providers.telemetry import tool_call, tool_settled
 from app.runtime.events import ToolCallCompleted
 from app.runtime.journal import ApprovalRequest
 from app.tools.base import ToolResult

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 
 from app.core import tracing
@@ -59,15 +60,16 @@ def model_call(provider: str, model: str, max_tokens: int) -> Iterator[ModelCall
 
 
 @contextmanager
-def tool_call(name: str, call_id: str, *, mcp: bool) -> Iterator[Span | None]:
-    """`execute_tool {name}`: the span of one tool execution."""
+def tool_call(name: str, call_id: str, *, mcp: bool, parent: Context | None = None) -> Iterator[Span | None]:
+    """`execute_tool {name}`: the span of one tool execution (a child of `parent` when the caller's
+    context is not the turn's: a tool Claude Code calls back into runs in the SDK's reader task)."""
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": name,
         "gen_ai.tool.call.id": call_id,
         "gen_ai.tool.type": "extension" if mcp else "function",
     }
-    with tracing.span(f"execute_tool {name}", attributes) as span:
+    with tracing.span(f"execute_tool {name}", attributes, parent=parent) as span:
         yield span
 
 
