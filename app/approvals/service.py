@@ -19,7 +19,7 @@ from app.models.base import utcnow
 from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.quota import token_quota_of
-from app.runtime.resume import resume_run
+from app.runtime.resume import human_decision, resume_run
 from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
 from app.sessions.service import session_not_open
@@ -92,7 +92,7 @@ class ApprovalService:
                 return schemas.StillWaiting(
                     turn_id=turn.id, pending=[schemas.Approval.model_validate(a) for a in waiting]
                 )
-            run = await self._claim(db, turn, session, ids[-1], {a.tool_call_id: _human(a) for a in batch})
+            run = await self._claim(db, turn, session, ids[-1], {a.tool_call_id: human_decision(a) for a in batch})
         return Resumed(turn.id, self.manager.launch(run))
 
     async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
@@ -134,14 +134,3 @@ class ApprovalService:
         ceilings = await LimitsService(db, self.principal).ceilings()
         quota = token_quota_of(ceilings)
         return await resume_run(self.manager.store, turn, session, approval_id, decisions, token_quota=quota)
-
-
-def _human(approval: Approval) -> HumanDecision:
-    return {
-        "approval_id": str(approval.id),
-        "decision": "approve" if approval.status == "approved" else "deny",
-        "reason": approval.decision_reason,
-        "arguments": approval.edited_arguments,
-        "decided_by": approval.decided_by,
-        "rule_id": approval.rule_id,
-    }

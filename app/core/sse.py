@@ -30,6 +30,11 @@ class EventStreamResponse(Response):
     media_type = SSE_MEDIA_TYPE
 
 
+def retry_frame(milliseconds: int) -> bytes:
+    """An SSE `retry:` line alone: the stream ends here, reconnect (with `Last-Event-ID`) after `milliseconds`."""
+    return f"retry: {milliseconds}\n\n".encode()
+
+
 def encode_frame(seq: int, event_type: str, data_json: str) -> bytes:
     """One SSE frame. `data_json` is compact JSON (no newlines), so one `data:` line suffices."""
     return f"id: {seq}\nevent: {event_type}\ndata: {data_json}\n\n".encode()

@@ -38,7 +38,9 @@ def build_graph() -> Any:
         ("loop_limit_handler", loop_limit_handler),
     ]:
         graph.add_node(name, node)  # type: ignore[call-overload]
-    graph.add_conditional_edges(START, _on_loop(edges.route_entry), ["assemble_context", "execute_tools"])
+    graph.add_conditional_edges(
+        START, _on_loop(edges.route_entry), ["assemble_context", "execute_tools", "parse_response"]
+    )
     graph.add_edge("assemble_context", "validate_prompt")
     graph.add_conditional_edges("validate_prompt", _on_loop(edges.after_validate), ["call_llm", END])
     graph.add_edge("call_llm", "parse_response")

@@ -10,7 +10,7 @@ from app.agents.config import AgentConfig
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
-from app.runtime.journal import QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
+from app.runtime.journal import Continued, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
 from app.tools.toolbox import ToolBox
 
 
@@ -31,6 +31,8 @@ class TurnContext:
     context_engine: ContextEngineClient | None = None
     context_token: Callable[[], str] | None = None
     quota: QuotaGate | None = None
+    continued: Continued | None = None
+    """Set when the run continues a turn whose run was lost: tool calls consult the ledger's dispatched rows."""
 
     @classmethod
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
@@ -45,4 +47,5 @@ class TurnContext:
             context_engine=services.context_engine,
             context_token=services.context_token,
             quota=services.quota,
+            continued=run.continued,
         )

@@ -10,8 +10,11 @@ from app.graph.state import TurnState, budget_of, spent_of
 End = Literal["__end__"]
 
 
-def route_entry(state: TurnState) -> Literal["assemble_context", "execute_tools"]:
-    """A resumed turn re-enters at the batch it stopped in; a new one starts at the context."""
+def route_entry(state: TurnState) -> Literal["assemble_context", "execute_tools", "parse_response"]:
+    """A resumed turn re-enters at the batch it stopped in; a continued one whose final answer is
+    stored only closes the turn; any other starts at the context (a lost model call is made again)."""
+    if state.get("answered"):
+        return "parse_response"
     return "execute_tools" if state.get("resume") else "assemble_context"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from app.graph.build import build_graph
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
+from app.runtime.events import ToolCallRequested
 from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
 
 
@@ -26,13 +27,29 @@ def initial_state(run: TurnRun) -> TurnState:
         "status": None,
         "error": None,
     }
-    if run.resumed:
+    if run.resumed or (run.continued is not None and run.pending):
         state["resume"] = True
         state["decisions"] = run.decisions
         state["pending"] = list(run.pending)
         state["last_text"] = run.last_text
         state["results"] = {}
+    if run.continued is not None:
+        state["continued"] = run.continued
+        state["decisions"] = run.decisions
+        state["answered"] = not run.pending and bool(run.history) and run.history[-1].role == "assistant"
+        state["last_text"] = run.last_text
     return state
+
+
+def lost_requests(run: TurnRun, journal: TurnJournal) -> None:
+    """A continued run that re-enters a tool batch first emits the batch's `tool_call.requested` events
+    that the lost run emitted but never stored (so the client's stream, after its drop rule, has them)."""
+    continued = run.continued
+    if continued is None:
+        return
+    for call in run.pending:
+        if not continued.stored("tool_call.requested", call.id):
+            journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
 
 
 def progress_of(state: TurnState) -> Progress:
@@ -55,5 +72,6 @@ class LangGraphRuntime:
 
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
         context = TurnContext.of(run, services, journal)
+        lost_requests(run, journal)
         async for values in self.graph.astream(initial_state(run), context=context, stream_mode="values"):
             yield progress_of(values)

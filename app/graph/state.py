@@ -8,7 +8,7 @@ from app.context.compaction import StoredSummary
 from app.governance.budget import Budget, Spent
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.events import EndStatus
-from app.runtime.journal import HumanDecision
+from app.runtime.journal import Continued, HumanDecision
 from app.tools.base import ToolResult
 
 __all__ = ["HumanDecision", "TurnState"]
@@ -19,6 +19,10 @@ class TurnState(TypedDict, total=False):
     max_output_tokens: int
     max_total_tokens: int | None
     resume: bool
+    continued: Continued | None
+    """Set when the run continues a turn whose run was lost (see `TurnRun.continued`)."""
+    answered: bool
+    """A continued run whose turn's last stored message is the model's final answer: it only closes the turn."""
     decisions: dict[str, HumanDecision]
     """Human decisions by tool_call_id, handed in when an approval resumes the turn."""
     history: list[ChatMessage]

@@ -50,6 +50,11 @@ class ProviderRegistry:
             return _Unavailable(ProviderError("provider_not_configured", f"the {name} provider is not configured"))
         return _Unavailable(ProviderError("provider_bad_request", f"unknown model provider {name!r}"))
 
+    def available(self, model: Mapping[str, Any]) -> bool:
+        """Whether this process can serve `model`'s provider at all (credentials are checked at its call)."""
+        name = str(model.get("provider"))
+        return name in self._providers or (name in KEYED_PROVIDERS and self._clients is not None)
+
     def names(self) -> list[str]:
         keyed = KEYED_PROVIDERS if self._clients is not None else ()
         return sorted({*self._providers, *keyed})

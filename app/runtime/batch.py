@@ -77,13 +77,16 @@ class Written:
 
 @dataclass(frozen=True, slots=True)
 class Settle:
-    """Move a turn out of `running` with `values`, unless it already left it (a cancel elsewhere)."""
+    """Move a turn out of `running` with `values`, unless it already left it (a cancel elsewhere) or
+    another runner took it over (`runner_id`, the fence; None: not fenced)."""
 
     turn_id: uuid.UUID
     values: Mapping[str, Any]
+    runner_id: uuid.UUID | None = None
 
     def params(self) -> dict[str, Any]:
-        return {"settle_turn_id": self.turn_id, **{f"s_{c}": v for c, v in self.values.items()}}
+        values = {f"s_{c}": v for c, v in self.values.items()}
+        return {"settle_turn_id": self.turn_id, "settle_runner": self.runner_id, **values}
 
 
 def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -165,9 +168,14 @@ def _unnest_insert(table: Table, columns: tuple[str, ...], prefix: str) -> Inser
 
 def _settle_update(columns: tuple[str, ...]) -> Update:
     turns = bare(TURNS)
+    runner = bindparam("settle_runner", type_=Uuid())
     return (
         update(turns)
-        .where(turns.c.id == bindparam("settle_turn_id"), turns.c.status == "running")
+        .where(
+            turns.c.id == bindparam("settle_turn_id"),
+            turns.c.status == "running",
+            or_(runner.is_(None), turns.c.runner_id == runner),
+        )
         .values({c: bindparam(f"s_{c}") for c in columns})
         .returning(turns.c.id)
     )

@@ -74,6 +74,13 @@ class QuotaGate(Protocol):
         ...
 
 
+def event_key(data: Mapping[str, Any]) -> str:
+    """What tells apart the events of one type that a continuation may repeat (see `Continued.stored_events`)."""
+    if "tool_call_id" in data:
+        return str(data["tool_call_id"])
+    return f"{data.get('node')}:{data.get('loop')}"
+
+
 @dataclass(frozen=True, slots=True)
 class Continued:
     """A run that continues a `running` turn whose run stopped without settling (a dead or a draining replica).
@@ -85,6 +92,15 @@ class Continued:
     reason: ContinueReason
     last_durable_seq: int
     """The highest seq stored of the turn: events a client saw above it were lost with the dead run."""
+    stored_events: frozenset[tuple[str, str]] = frozenset()
+    """The turn's stored events a continuing run may come to emit again, as (type, `event_key`): tool
+    events by tool_call_id, node events by node and loop. It emits again only what the lost run never
+    stored, so the stream after the client's drop rule reads like one run."""
+
+    def stored(self, event_type: str, key: str) -> bool:
+        return (event_type, key) in self.stored_events
+    input_judged: bool = False
+    """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 
 
 @dataclass(slots=True)

@@ -1,4 +1,5 @@
-"""The live turns of this process: launch, follow, cancel, and recover after a crash."""
+"""The live turns of this process: launch, follow, cancel, hand over on shutdown, and continue the
+turns of replicas that died or drained (app/runtime/continuation.py)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ from app.errors import ServiceUnavailable
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.admission import Admission
+from app.runtime.continuation import Claimed, claim, continued_run
 from app.runtime.events import EndStatus
 from app.runtime.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
-from app.runtime.lease import RunnerLease
+from app.runtime.lease import LEASE_SECONDS, QUEUE_SWEEP_EVERY, Orphan, RunnerLease
 from app.runtime.notify import EventListener, request_cancel
 from app.runtime.queue import TurnQueue
 from app.runtime.quota import LedgerQuota, token_quota_of
 from app.runtime.recorder import TurnRecorder
-from app.runtime.runner import SHUTDOWN, execute
+from app.runtime.runner import ABANDON, HAND_OVER, execute
 from app.runtime.store import TurnStore, end_unowned_turn
 from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
@@ -95,6 +97,7 @@ class TurnManager:
         self.draining = False
         """Set by SIGTERM: readiness fails and new turns are refused while running turns finish."""
         self.lease = RunnerLease(engine, self.recover)
+        self._sweeps = 0
         if listener is not None:
             listener.on_cancel = self._cancel_on_request
 
@@ -138,14 +141,26 @@ class TurnManager:
             )
 
     async def drain(self, grace_seconds: float) -> int:
-        """Stop taking turns and give the running ones `grace_seconds` to end; how many are still running."""
+        """Stop taking turns, give the running ones `grace_seconds` to end, then hand the rest over to
+        another replica (or this one after its restart); how many were handed over."""
         self.draining = True
         tasks = [entry.task for entry in self._live.values()]
-        if tasks:
-            log.info("draining: waiting up to %ss for %d running turn(s)", grace_seconds, len(tasks))
-            _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
-            return len(pending)
-        return 0
+        if not tasks:
+            return 0
+        log.info("draining: waiting up to %ss for %d running turn(s)", grace_seconds, len(tasks))
+        _, pending = await asyncio.wait(tasks, timeout=grace_seconds)
+        await self.hand_over()
+        return len(pending)
+
+    async def hand_over(self) -> None:
+        """Stop every run of this process without settling it: its rows are stored and its turn is
+        released (`handed_over`) for a live replica to continue at once; its followers are told to reconnect."""
+        entries = list(self._live.values())
+        for entry in entries:
+            entry.task.cancel(msg=HAND_OVER)
+        for entry in entries:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await entry.task
 
     def launch(self, run: TurnRun) -> TurnStream:
         stream = TurnStream(
@@ -244,15 +259,22 @@ class TurnManager:
             await entry.task
         return True
 
-    async def shutdown(self) -> None:
-        for waiter in list(self._waiters):
-            waiter.cancel()
-        entries = list(self._live.values())
+    async def abandon(self, turn_ids: list[uuid.UUID] | None = None) -> None:
+        """Stop these runs (all: None) where they are, writing nothing more: their turns are another
+        replica's now (the fence), or this process is about to vanish as if killed."""
+        entries = [entry for turn_id, entry in self._live.items() if turn_ids is None or turn_id in turn_ids]
         for entry in entries:
-            entry.task.cancel(msg=SHUTDOWN)
+            entry.task.cancel(msg=ABANDON)
         for entry in entries:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await entry.task
+
+    async def shutdown(self) -> None:
+        """Stop: the turns still running are handed over (a drain already handed over its leftovers)."""
+        self.draining = True
+        for waiter in list(self._waiters):
+            waiter.cancel()
+        await self.hand_over()
         await self.flusher.close()
         await self.lease.stop()
 
@@ -263,25 +285,76 @@ class TurnManager:
         return await end_unowned_turn(self.engine, tenant_id, turn_id, status=status, error=error)
 
     async def recover(self) -> int:
-        """Turns left `running` by a process that died (its lease lapsed) are failed with `server_restarted`.
+        """Continue here the turns left `running` by replicas that died or drained (app/runtime/lease.py);
+        how many this sweep continued. A draining replica takes none.
 
         A database that is down must not stop the service (readiness reports it), so a failed
-        recovery is logged and skipped; the next sweep tries again.
+        sweep is logged and skipped; the next sweep tries again. SQLite runs one process: at start-up
+        every running turn of another runner is orphaned.
+        """
+        await self._give_up_taken()
+        if self.draining:
+            return 0
+        first, self._sweeps = self._sweeps == 0, self._sweeps + 1
+        lease = 0.0 if first and not self.lease.postgresql else LEASE_SECONDS
+        try:
+            orphans = await self.lease.orphans(lease_seconds=lease)
+        except (OSError, SQLAlchemyError) as exc:
+            log.warning("recovery sweep skipped: database unavailable (%s)", type(exc).__name__)
+            return 0
+        continued = 0
+        for orphan in orphans:
+            if orphan.turn_id not in self._live and not self.draining and await self.continue_orphan(orphan):
+                continued += 1
+        if continued:
+            log.warning("continuing %d turn(s) of a replica that stopped", continued)
+        if first or self._sweeps % QUEUE_SWEEP_EVERY == 0:
+            await self._start_stalled_queues()
+        return continued
+
+    async def _give_up_taken(self) -> None:
+        """Runs of this process whose turns another replica claimed (it thought this one dead) stop."""
+        try:
+            taken = await self.lease.taken_over(list(self._live))
+        except (OSError, SQLAlchemyError):
+            return
+        if taken:
+            log.warning("%d turn(s) of this process continue on another replica; stopping them here", len(taken))
+            await self.abandon(taken)
+
+    async def continue_orphan(self, orphan: Orphan) -> bool:
+        """Claim an orphaned turn and continue it here; False if another replica claimed it first.
+
+        A turn this replica cannot run (its session is gone, its runtime or provider is not
+        available here) ends `failed` / `server_restarted` instead.
         """
         try:
-            orphans = await self.lease.orphans()
+            claimed = await claim(self.store.sql, orphan, self.runner_id)
         except (OSError, SQLAlchemyError) as exc:
-            log.warning("start-up recovery skipped: database unavailable (%s)", type(exc).__name__)
-            return 0
-        error = {"code": "server_restarted", "message": "the service restarted while this turn was running"}
-        ended = 0
-        for turn_id, tenant_id in orphans:
-            if turn_id not in self._live and await self.end_orphan(tenant_id, turn_id, status="failed", error=error):
-                ended += 1
-        if ended:
-            log.warning("marked %d orphaned turn(s) failed (server_restarted)", ended)
-        await self._start_stalled_queues()
-        return ended
+            log.warning("turn %s not claimed this sweep (%s)", orphan.turn_id, type(exc).__name__)
+            return False
+        if claimed is None:
+            return False
+        try:
+            run = await self._continued_run(claimed)
+        except Exception:
+            log.exception("turn %s could not be rebuilt to continue", orphan.turn_id)
+            run = None
+        if run is None:
+            error = {"code": "server_restarted", "message": "the service restarted and cannot continue this turn"}
+            await self.end_orphan(orphan.tenant_id, orphan.turn_id, status="failed", error=error)
+            return False
+        self.launch(run)
+        return True
+
+    async def _continued_run(self, claimed: Claimed) -> TurnRun | None:
+        session = await self.store.session_for_turn(claimed.orphan.tenant_id, claimed.session_id, None)
+        if session is None or not self.providers.available(session["snapshot"].get("model") or {}):
+            return None
+        run = await continued_run(self.store, self.engine, claimed, session)
+        if isinstance(self.runtime_of(run), UnavailableRuntime):
+            return None
+        return run
 
     async def start_next(self, tenant_id: str, session_id: uuid.UUID) -> uuid.UUID | None:
         """Start the session's oldest queued turn here if the session is idle; its id, or None."""

@@ -125,6 +125,8 @@ class TurnRecorder:
         return await self._store.ledger_dispatched(self._ident.tenant_id, key)
 
     async def ledger_put(self, key: str, loop: int, call: ToolCall, result: ToolResult) -> ToolResult:
+        """The call's receipt (a denial's is staged just before) is stored before its outcome."""
+        await self._stream.flush()
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)
 
     async def request_approvals(self, requests: Sequence[ApprovalRequest]) -> list[uuid.UUID]:

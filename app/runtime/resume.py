@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import uuid
 
-from app.models import Session, Turn
+from app.models import Approval, Session, Turn
 from app.runtime.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
 from app.runtime.store import TurnStore
+
+
+def human_decision(approval: Approval) -> HumanDecision:
+    """A decided approval as the run that honours it gets it."""
+    return {
+        "approval_id": str(approval.id),
+        "decision": "approve" if approval.status == "approved" else "deny",
+        "reason": approval.decision_reason,
+        "arguments": approval.edited_arguments,
+        "decided_by": approval.decided_by,
+        "rule_id": approval.rule_id,
+    }
 
 
 async def resume_run(

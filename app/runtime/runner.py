@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from app.core import tracing
 from app.core.logs import bind, get_logger
@@ -15,14 +15,18 @@ from app.core.metrics import TURNS_ENDED
 from app.models.base import utcnow
 from app.runtime.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
 from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
-from app.runtime.store import TurnStore, settle_turn
+from app.runtime.store import TurnStore, release_turn, settle_turn
 from app.runtime.stream import TurnStream
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 turn_log = get_logger("agent_runtime.turns")
 
-SHUTDOWN = "shutdown"
-"""The cancel message of a task stopped because the process stops (not a user's cancel)."""
+HAND_OVER = "hand_over"
+"""The cancel message of a run stopped because its process stops (not a user's cancel): its turn is
+handed over to another replica, not settled."""
+ABANDON = "abandon"
+"""The cancel message of a run whose turn another replica took over (the fence): it writes nothing more."""
 STOPPED_EARLY: tuple[EndStatus, ...] = ("loop_limit", "budget_exceeded", "cancelled")
 """Outcomes whose final output falls back to the model's latest text."""
 
@@ -88,11 +92,14 @@ async def _execute(
             last = progress
         status, error = _outcome(last)
     except asyncio.CancelledError as exc:
+        if ABANDON in exc.args:
+            stream.abandon()
+            return "running", None
+        if HAND_OVER in exc.args:
+            released = await _despite_cancel(stream.hand_over(release_turn(run.ident)))
+            return ("running" if released else await store.current_status(run.ident.tenant_id, run.ident.turn_id)), None
         last = _with_cancelled_call(last, journal)
-        if SHUTDOWN in exc.args:
-            status, error = "failed", {"code": "server_restarted", "message": "the service stopped mid-turn"}
-        else:
-            status, error = "cancelled", None
+        status, error = "cancelled", None
     except Exception as exc:
         log.exception("turn %s failed", run.ident.turn_id)
         status, error = "failed", {"code": "internal_error", "message": type(exc).__name__}
@@ -118,7 +125,7 @@ def opening_event(run: TurnRun) -> TurnStarted | TurnResumed:
     )
 
 
-async def _despite_cancel(settling: Coroutine[Any, Any, str]) -> str:
+async def _despite_cancel(settling: Coroutine[Any, Any, T]) -> T:
     """Run the settlement to its end even if cancelled again (a second cancel, a shutdown).
 
     The outcome is decided by now; cut short, the turn would stay `running` and its stream would

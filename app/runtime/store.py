@@ -230,6 +230,11 @@ def slotted_query(turn_columns: tuple[str, ...]) -> Query:
     return Query(slotted_turn_insert(TURNS, turn_columns).returning(bare(TURNS).c.id))
 
 
+def release_turn(ident: TurnIdentity) -> Settle:
+    """A hand-over: the turn stays `running` with no runner, marked for any replica to continue at once."""
+    return Settle(ident.turn_id, {"runner_id": None, "handed_over": True, "updated_at": utcnow()})
+
+
 def settle_turn(ident: TurnIdentity, values: dict[str, Any]) -> Settle:
     """The settle step of a turn's last write: leave `running`, never overwriting a cancel."""
     return Settle(ident.turn_id, {**values, "updated_at": utcnow()})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -24,7 +25,7 @@ from typing import Any
 from sqlalchemy import Table
 
 from app.core.sql import Sql
-from app.core.sse import encode_frame
+from app.core.sse import encode_frame, retry_frame
 from app.models.base import utcnow
 from app.runtime.batch import CEILINGS, EVENTS, Settle, StagedRow, Written, ceiling_row, write_rows
 from app.runtime.events import EventBody, TurnEnded, stamp
@@ -34,6 +35,8 @@ FLUSH_INTERVAL_SECONDS = 0.2
 """How long rows wait to share a write. Followers in this process never wait for it (they read the
 in-memory log); it bounds what a crash of the process can lose, and the delay seen by followers of
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
+RECONNECT_MS = 1000
+"""The `retry:` a follower of a handed-over run gets: another replica continues the turn at once."""
 SEQ_BLOCK = 512
 """Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
 
@@ -200,7 +203,16 @@ class TurnWriter:
         self._flusher.forget(self)
         self._closed = True
         self._ceiling = None
+        if settle is not None and self.runner_id is not None:
+            settle = dataclasses.replace(settle, runner_id=self.runner_id)
         return await asyncio.shield(self._locked_write(settle, final))
+
+    def abandon(self) -> None:
+        """Stop batching and drop what is staged: another runner continues the turn from what is stored."""
+        self._flusher.forget(self)
+        self._closed = True
+        self._ceiling = None
+        self._rows.clear()
 
     async def _locked_write(self, settle: Settle | None, final: StagedRow | None = None) -> bool:
         async with self.lock:
@@ -232,6 +244,8 @@ class TurnStream:
         self._writer = writer
         self._changed = asyncio.Event()
         self.done = False
+        self.handed_over = False
+        """The run stopped without `turn.ended` (handed over, or taken over): followers are told to reconnect."""
         self._durable = max(ceiling, last_seq)
         """Frames up to this seq may be shown: stored, or below a stored ceiling."""
         self._asked = self._durable
@@ -290,6 +304,26 @@ class TurnStream:
             self.done = True
             self._wake()
 
+    async def hand_over(self, release: Settle) -> bool:
+        """Store everything staged and release the turn (`release`) in one write, without `turn.ended`;
+        True if released. Followers get a `retry:` and their stream ends."""
+        try:
+            released = await self._writer.close(release)
+            self._durable = self._seq
+            return released
+        finally:
+            self._stopped()
+
+    def abandon(self) -> None:
+        """Stop where the run is, writing nothing more (another replica continues the turn)."""
+        self._writer.abandon()
+        self._stopped()
+
+    def _stopped(self) -> None:
+        self.handed_over = True
+        self.done = True
+        self._wake()
+
     def _next(self, event: EventBody) -> tuple[int, dict[str, Any], bytes]:
         self._seq += 1
         seq = self._seq
@@ -323,5 +357,7 @@ class TurnStream:
                 yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
                 continue
             if self.done:
+                if self.handed_over:
+                    yield retry_frame(RECONNECT_MS)
                 return
             await waiter.wait()

@@ -1,5 +1,5 @@
-"""What a crash leaves behind is accounted for: the approvals of a turn recovery fails expire with
-it, and a tool call that left the service is in the ledger (as `dispatched`, with its key) before
+"""What a crash leaves behind is accounted for: the approvals of a turn that cannot be continued
+expire when it fails, and a tool call that left the service is in the ledger (as `dispatched`, with its key) before
 any outcome, so whoever continues knows it may have run and re-sends it under the same key."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.models import Approval, ToolExecution
+from app.models import Approval, Session, ToolExecution
 from app.models.base import utcnow
 from app.providers.base import ToolCall
 from app.runtime.journal import TurnIdentity
@@ -20,7 +20,7 @@ from app.tools.base import ToolResult
 from tests.approvals.helpers import turn_id
 from tests.conftest import make_settings, running_app
 from tests.sse import read_turn
-from tests.turns.support import scripted_session
+from tests.turns.support import scripted_session, wait_for_status
 from tests.turns.test_turn_recovery import _orphan
 
 
@@ -33,6 +33,10 @@ async def test_recovery_expires_the_pending_approvals_of_the_turn_it_fails(
     approval_id = uuid.uuid4()
     async with sql.begin() as conn:
         await conn.execute(
+            update(Session).where(Session.id == uuid.UUID(str(session["id"])))
+            .values(snapshot={"model": {"provider": "retired-provider"}})
+        )  # its provider is gone: it cannot continue
+        await conn.execute(
             insert(Approval).values(
                 id=approval_id, tenant_id=tenant, session_id=uuid.UUID(str(session["id"])), turn_id=orphan,
                 owner_sub="alice", loop=0, tool_call_id="call_0_0", tool_name="calculator", arguments={},
@@ -40,7 +44,7 @@ async def test_recovery_expires_the_pending_approvals_of_the_turn_it_fails(
             )
         )  # fmt: skip
     async with running_app(make_settings(database_url, tmp_path)) as (_, fresh):
-        turn = (await fresh.get(f"/turns/{orphan}", headers=alice)).json()
+        turn = await wait_for_status(fresh, alice, str(orphan))
         approval = (await fresh.get(f"/approvals/{approval_id}", headers=alice)).json()
         pending = (await fresh.get("/approvals?status=pending", headers=alice)).json()["items"]
         decided = await fresh.post(f"/approvals/{approval_id}", json={"decision": "approve"}, headers=alice)

@@ -16,15 +16,19 @@ Node = Callable[[TurnState, Runtime[TurnContext]], Awaitable[dict[str, Any]]]
 
 
 def traced(name: str) -> Callable[[Node], Node]:
-    """Wrap a node so it records `node.started` and `node.ended` around its work."""
+    """Wrap a node so it records `node.started` and `node.ended` around its work (a continued run does
+    not record again the ones its lost run stored: it redoes that work silently)."""
 
     def wrap(node: Node) -> Node:
         @functools.wraps(node)
         async def run(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
-            journal, loop = runtime.context.journal, state.get("loop_count", 0)
-            journal.event(NodeStarted(node=name, loop=loop))
+            journal, loop, continued = runtime.context.journal, state.get("loop_count", 0), runtime.context.continued
+            key = f"{name}:{loop}"
+            if continued is None or not continued.stored("node.started", key):
+                journal.event(NodeStarted(node=name, loop=loop))
             update = await node(state, runtime)
-            journal.event(NodeEnded(node=name, loop=loop))
+            if continued is None or not continued.stored("node.ended", key):
+                journal.event(NodeEnded(node=name, loop=loop))
             return update
 
         return run

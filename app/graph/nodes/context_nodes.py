@@ -54,7 +54,8 @@ async def validate_prompt(state: TurnState, runtime: Runtime[TurnContext]) -> di
     violation = await _guardrails(state, ctx)
     if violation is not None:
         return violation
-    if state.get("loop_count", 0) > 0 or state.get("resume"):
+    continued = state.get("continued")
+    if state.get("loop_count", 0) > 0 or state.get("resume") or (continued is not None and continued.input_judged):
         return {}
     policy = await ctx.governance.current("pre_llm")
     decision = policy if isinstance(policy, Decision) else await judge_input(policy, state["input"])

@@ -58,6 +58,10 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
 
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
     key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
+    if ctx.continued is not None:
+        sent = await ctx.journal.ledger_dispatched(key)
+        if sent is not None:  # judged and sent by the lost run: sent again as it was, under its key
+            return await _send(ctx, dataclasses.replace(call, arguments=sent), key, loop)
     policy = await ctx.governance.current("tool")
     if not await ctx.tools.known(call.name):
         policy_hash = policy.policy_hash if isinstance(policy, PolicySet) else HASH_UNAVAILABLE
@@ -67,6 +71,8 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         return await _deny(ctx, call, key, loop, blacklisted)
     stored = await ctx.journal.ledger_get(key)
     if stored is not None:
+        if ctx.continued is not None and not ctx.continued.stored("tool_call.completed", call.id):
+            _completed(ctx, call, stored)
         return stored
     if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
         return await _deny(ctx, call, key, loop, policy)
@@ -108,6 +114,10 @@ async def _as_the_human_decided(
 
 async def _execute(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
     await ctx.journal.dispatched(key, loop, call)
+    return await _send(ctx, call, key, loop)
+
+
+async def _send(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
     with tool_call(call.name, call.id, mcp=ctx.tools.is_mcp(call.name)) as span:
         result = await ctx.tools.run(call, key)
         if result.is_error:
@@ -128,10 +138,14 @@ async def _settle(
     """Ledger first, then use: if the key was already recorded, the stored result is the result."""
     result = await ctx.journal.ledger_put(key, loop, call, result)
     tool_settled(call.name, is_error=result.is_error, denied=denied)
+    _completed(ctx, call, result)
+    return result
+
+
+def _completed(ctx: TurnContext, call: ToolCall, result: ToolResult) -> None:
     ctx.journal.event(
         ToolCallCompleted(tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content)
     )
-    return result
 
 
 async def _request_approvals(
