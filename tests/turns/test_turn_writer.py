@@ -28,6 +28,7 @@ from app.runtime.store import (
     TURNS,
     USAGE,
     message_row,
+    release_turn,
     settle_turn,
     usage_row,
 )
@@ -320,6 +321,20 @@ async def test_end_with_nothing_staged_settles_and_stores_only_the_closing_event
     assert await stream.end(raw_event("turn.ended", {"status": "completed"}), settle) is True
     assert (await turn(engine, ident.turn_id))["status"] == "completed"
     assert [(e["seq"], e["type"]) for e in await read(engine, EVENTS, ident.turn_id, "seq")] == [(1, "turn.ended")]
+
+
+async def test_a_run_another_runner_took_over_can_neither_settle_nor_release_the_turn(
+    engine: AsyncEngine, db: Sql, flusher: BatchFlusher, ident: TurnIdentity
+) -> None:
+    stale = TurnWriter(db, flusher, runner_id=uuid.uuid4())  # the turn names another runner now
+    stream = stream_for(ident, stale)
+    settle = settle_turn(ident, {"status": "completed", "last_seq": 1, "ended_at": now()})
+    assert await stream.end(raw_event("turn.ended", {"status": "completed"}), settle) is False
+    assert (await turn(engine, ident.turn_id))["status"] == "running"
+    assert await read(engine, EVENTS, ident.turn_id, "seq") == []
+    another = stream_for(ident, TurnWriter(db, flusher, runner_id=uuid.uuid4()))
+    assert await another.hand_over(release_turn(ident)) is False
+    assert (await turn(engine, ident.turn_id))["handed_over"] is False
 
 
 async def test_end_on_a_turn_that_already_left_running_keeps_it_drops_the_closing_event_but_stores_the_rest(
