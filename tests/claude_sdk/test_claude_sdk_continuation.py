@@ -20,7 +20,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
-from tests.runtime.test_continuation import after_drop_rule, assert_gapless, die, manager_of, quiet_shared_app, replay
 
 from app.settings import McpGatewaySettings, Settings
 from tests.claude_sdk.conftest import sdk_settings_for
@@ -28,6 +27,7 @@ from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
 from tests.claude_sdk.service import new_session, of, turn
 from tests.conftest import running_app
 from tests.idempotent_gateway import IdempotentGateway, serve_idempotent_gateway, wait_reached
+from tests.runtime.test_continuation import after_drop_rule, assert_gapless, die, manager_of, quiet_shared_app, replay
 from tests.sse import Frame
 from tests.turns.support import POLL_TIMEOUT_SECONDS, wait_for_status
 
