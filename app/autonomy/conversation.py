@@ -73,12 +73,16 @@ class StoredTurn:
 
     @property
     def loops(self) -> int:
-        """The inner loop's rounds the stored steps completed (the PLAN and summary calls are none): a reply
-        without tool calls, or one whose every call has its result stored. A continuation's loop index
-        goes on from here, so its idempotency keys are the ones the lost run used."""
-        steps = [m for stored in self.done for m in stored] + (self.rest if self.summary is None else [])
-        answered = {m.tool_call_id for m in steps if m.role == "tool"}
-        return sum(1 for m in steps if m.role == "assistant" and all(c.id in answered for c in m.tool_calls))
+        """The inner loop's rounds the stored steps completed (the PLAN and summary calls are none). A done
+        step's every reply was a round; of the running step's, those whose every tool call has its result
+        stored (its final reply, if stored, becomes a round when the inner continuation closes the step).
+        A continuation's loop index goes on from here, so its idempotency keys are the lost run's."""
+        running = [] if self.summary is not None else self.rest
+        answered = {m.tool_call_id for m in running if m.role == "tool"}
+        done = sum(1 for stored in self.done for m in stored if m.role == "assistant")
+        return done + sum(
+            1 for m in running if m.role == "assistant" and m.tool_calls and all(c.id in answered for c in m.tool_calls)
+        )
 
     @property
     def summary(self) -> str | None:

@@ -84,11 +84,8 @@ class AutonomousRuntime:
         services = dataclasses.replace(services, tools=PlanTools(services.tools, plan, journal, max(run.max_steps, 1)))
         going_on = plan.running() if stored.rest else None
         """The step this run goes on with from its stored messages (a decision's step, a continued one)."""
-        if going_on is None and plan.running() is None and plan.next_pending() is None and stored.summary is not None:
-            yield totals.progress(status="completed", final_output=stored.summary)  # stored before a crash
-            return
-        if any(s.status == "failed" for s in plan.steps):  # the turn ended with that step; its settle was lost
-            yield self._lost_end(run, plan, totals)
+        if going_on is None and (lost := self._lost_end(run, plan, stored, totals)) is not None:
+            yield lost
             return
         conversation = stored.conversation(plan, going_on, run.input)
         while (step := plan.running() or plan.next_pending()) is not None:
@@ -119,9 +116,14 @@ class AutonomousRuntime:
         yield await self._summary(run, services, recording, totals, plan)
 
     @staticmethod
-    def _lost_end(run: TurnRun, plan: Plan, totals: _Totals) -> Progress:
-        """The end of a turn whose failed step was stored but not the outcome it ended with: the limit
-        that stopped it if one is spent, else `failed` `server_restarted` (the step's error was lost)."""
+    def _lost_end(run: TurnRun, plan: Plan, stored: StoredTurn, totals: _Totals) -> Progress | None:
+        """The outcome of a turn that was stored but not settled before its replica was lost: the summary
+        stored after the last step, or, after a step that failed, the limit that stopped it if one is
+        spent, else `failed` `server_restarted` (the step's own error was not stored). None: go on."""
+        if plan.running() is None and plan.next_pending() is None and stored.summary is not None:
+            return totals.progress(status="completed", final_output=stored.summary)
+        if not any(s.status == "failed" for s in plan.steps):
+            return None
         if (over := _over_budget(run, plan, totals)) is not None:
             return over
         if totals.loop_count >= run.max_loops:

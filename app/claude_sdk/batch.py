@@ -19,7 +19,7 @@ from app.claude_sdk.turn import SdkTurn
 from app.governance.policy import arguments_hash
 from app.providers.base import ToolCall
 from app.runtime.events import ToolCallCompleted, ToolCallRequested
-from app.runtime.journal import HumanDecision
+from app.runtime.journal import Continued, HumanDecision
 from app.tools.base import ToolResult
 
 LOST_NATIVE = (
@@ -34,31 +34,32 @@ async def finish_batch(
     calls: Sequence[ToolCall],
     *,
     answered: Mapping[str, ToolResult],
-    requested: frozenset[str] | None = None,
+    continued: Continued | None = None,
 ) -> list[ToolResult] | None:
     """The results of the batch's calls, in order; None if a call waits for a human (the turn stops).
 
     `answered`: results stored as the conversation's tool messages (nothing more is recorded for
-    them). `requested`: for a continuation, the calls whose `tool_call.requested` is stored (the
-    others are emitted again before their outcome); None for an approval's resume.
+    them). `continued`: a continuation's, which says what the lost run stored: a call's
+    `tool_call.requested` it never stored is emitted again before the call's outcome.
     """
-    continuing = requested is not None
     results: list[ToolResult] = []
     for call in calls:
         turn.calls[call.id] = call
         if call.id in answered:
             results.append(answered[call.id])
             continue
-        if requested is not None and call.id not in requested:
+        if continued is not None and not continued.stored("tool_call.requested", call.id):
             turn.journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
-        result = await _outcome(turn, call, continuing=continuing)
+        result = await _outcome(turn, call, continuing=continued is not None)
         if result is None:
             return None
         results.append(result)
         turn.journal.tool_result(call, result)
-        turn.journal.event(
-            ToolCallCompleted(tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content)
-        )
+        if continued is None or not continued.stored("tool_call.completed", call.id):
+            completed = ToolCallCompleted(
+                tool_call_id=call.id, name=call.name, is_error=result.is_error, result=result.content
+            )
+            turn.journal.event(completed)
     return results
 
 

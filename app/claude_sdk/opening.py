@@ -28,7 +28,7 @@ from app.claude_sdk.options import SessionFolders
 from app.claude_sdk.transcript import MAX_ATTEMPTS, prompt_uuid
 from app.claude_sdk.turn import SdkTurn
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.journal import Progress, TurnRun
+from app.runtime.journal import Continued, Progress, TurnRun
 from app.tools.base import ToolResult
 
 LOST_CODE = "server_restarted"
@@ -62,7 +62,7 @@ async def open_run(turn: SdkTurn, run: TurnRun, folders: SessionFolders) -> Open
         return await _continued(turn, run, folders)
     if run.resumed:
         calls, lost = run.pending, SESSION_LOST
-        return await _batch(turn, folders, calls, loop=run.loop_count, answered={}, requested=None, lost=lost)
+        return await _batch(turn, folders, calls, loop=run.loop_count, answered={}, continued=None, lost=lost)
     return Opening(prompt_message(run, run.input))
 
 
@@ -83,11 +83,9 @@ async def _continued(turn: SdkTurn, run: TurnRun, folders: SessionFolders) -> Op
     if not here:
         return _lost()
     reply, answered = _stopped_batch(run.history)
-    stored: frozenset[tuple[str, str]] = getattr(continued, "stored_tool_events", frozenset())  # set by the engine
-    requested = frozenset(call_id for kind, call_id in stored if kind == "tool_call.requested")
     loop = run.loop_count - 1 if len(answered) == len(reply.tool_calls) else run.loop_count
     calls, lost = list(reply.tool_calls), (LOST_CODE, NOT_HERE)
-    return await _batch(turn, folders, calls, loop=loop, answered=answered, requested=requested, lost=lost)
+    return await _batch(turn, folders, calls, loop=loop, answered=answered, continued=continued, lost=lost)
 
 
 async def _again(run: TurnRun, folders: SessionFolders, text: str) -> Opening | Progress:
@@ -111,13 +109,13 @@ async def _batch(
     *,
     loop: int,
     answered: dict[str, ToolResult],
-    requested: frozenset[str] | None,
+    continued: Continued | None,
     lost: tuple[str, str],
 ) -> Opening | Progress:
     """Finish a stopped batch, then resume Claude Code at the reply that made it."""
     turn.progress.loop_count = loop
     turn.had_tools = True
-    results = await finish_batch(turn, calls, answered=answered, requested=requested)
+    results = await finish_batch(turn, calls, answered=answered, continued=continued)
     if results is None:
         return turn.progress
     transcript = await asyncio.to_thread(folders.transcript, turn.run.ident.session_id)

@@ -6,8 +6,9 @@ records what comes back (app/claude_sdk/turn.py). A user's cancel interrupts Cla
 for it to settle its turn, so the session's next turn starts clean; if it does not within
 `SETTLE_SECONDS`, the process is closed (the next turn resumes the conversation from its transcript).
 A cancel the engine makes with a message (a drain's hand-over, a run fenced off because another
-replica took its turn) closes the process as it stands instead: the turn continues from the
-transcript elsewhere, which an interrupt would have extended with Claude Code's own error results.
+replica took its turn) also closes the process after the interrupt: the turn continues from the
+transcript, here or elsewhere. (Closing without the interrupt would leave Claude Code up to 5 s
+after its stdin closes, in which it answers its pending calls itself and calls the model again.)
 
 How a run opens — a new prompt, an approval's resume at the call that waited, or the continuation
 of a turn whose replica was lost — is app/claude_sdk/opening.py.
@@ -122,10 +123,9 @@ class ClaudeSdkRuntime:
                     async for progress in turn.drive(client.sdk, opening.prompt):
                         yield progress
                 except asyncio.CancelledError as stopped:
+                    await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
                     if stopped.args:  # the engine's own stop (a hand-over, a fence): the turn goes on elsewhere
                         await _despite_cancel(self.pool.close(run.ident.session_id))
-                    else:
-                        await _despite_cancel(self._settle_cancelled(client, run.ident.session_id))
                     raise
                 finally:
                     client.router.unbind()

@@ -27,7 +27,7 @@ from app.claude_sdk.gate import ToolGate, Verdict
 from app.claude_sdk.surface import ToolSurface
 from app.core import tracing
 from app.core.metrics import TOOL_CALLS
-from app.governance.budget import Spent, exceeded
+from app.governance.budget import Budget, Spent, exceeded, overspent, spent_reason
 from app.governance.policy import Decision, arguments_hash
 from app.providers import telemetry
 from app.providers.base import ChatMessage, ModelResponse, ToolCall
@@ -55,7 +55,6 @@ from app.tools.ledger_keys import idempotency_key
 
 log = logging.getLogger(__name__)
 QUOTA_SPENT = "the tenant's token quota for this period is spent"
-BUDGET_SPENT = "the turn's output token budget is spent"
 CLOSE_WAIT_SECONDS = 30.0
 """How long an in-process tool call waits for its model reply to be recorded (it already streamed)."""
 
@@ -185,7 +184,9 @@ class SdkTurn:
 
     async def drive(self, client: ClaudeSDKClient, prompt: dict[str, Any]) -> AsyncIterator[Progress]:
         """The SDK turn of `prompt`, whose first model call reserves from the tenant's quota first."""
-        if not await self.reserve(json.dumps(prompt)):
+        if (reason := self._over_budget(next_call=True)) is not None:
+            self.stop = ("budget_exceeded", self._exceeded("budget_exceeded", reason))
+        if self.stop is not None or not await self.reserve(json.dumps(prompt)):
             yield self.stopped()
             return
         await client.query(_one(prompt))
@@ -246,8 +247,8 @@ class SdkTurn:
         self.journal.assistant_message(message, ModelUsage(self.model, call.input_tokens, call.output_tokens))
         self._settle_quota(call.input_tokens + call.output_tokens)
         self._prompt_tokens = call.input_tokens
-        if self.progress.output_tokens >= self.run.max_output_tokens and self.stop is None:
-            self.stop = ("budget_exceeded", self._exceeded("budget_exceeded", BUDGET_SPENT))
+        if self.stop is None and (reason := self._over_budget(next_call=bool(call.tool_calls))) is not None:
+            self.stop = ("budget_exceeded", self._exceeded("budget_exceeded", reason))
         elif call.tool_calls and self.stop is None:
             await self.reserve("")  # Claude Code makes the next call as soon as these calls are answered
         for tool_call in call.tool_calls:
@@ -268,14 +269,26 @@ class SdkTurn:
             self.stop = ("budget_exceeded", self._exceeded("quota_exceeded", QUOTA_SPENT))
         return self._hold is not None
 
+    def _over_budget(self, *, next_call: bool) -> str | None:
+        """Why the turn's budget stops it: spent past a limit, or, with a model call to come, no room left for one.
+
+        Checked when a call closes (Claude Code makes the next one by itself as soon as the tools
+        answer) and before a run's first call; a call's own `max_tokens` is not capped by the rest.
+        """
+        budget = Budget(self.run.max_output_tokens, self.run.max_total_tokens)
+        spent = self._spent()
+        return overspent(budget, spent) or (spent_reason(budget, spent) if next_call else None)
+
+    def _spent(self) -> Spent:
+        return Spent(self.progress.input_tokens, self.progress.output_tokens, self.progress.loop_count)
+
     def _settle_quota(self, used: int) -> None:
         if self._hold is not None:
             self.journal.quota_settled(self._hold, used)
             self._hold = None
 
     def _exceeded(self, code: str, message: str) -> dict[str, Any]:
-        spent = Spent(self.progress.input_tokens, self.progress.output_tokens, self.progress.loop_count)
-        return exceeded(code, message, spent)
+        return exceeded(code, message, self._spent())
 
     def stopped(self) -> Progress:
         """The progress of a run stopped before Claude Code was asked anything."""

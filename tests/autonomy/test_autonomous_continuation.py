@@ -39,8 +39,11 @@ def _services() -> TurnServices:
 
 
 def _run(journal: MemoryJournal, *, continued: Continued | None = None, max_loops: int = 20) -> TurnRun:
-    """The turn as the engine would read it back: its stored messages, `plan.*` events and usage."""
+    """The turn as the engine would read it back: its stored messages, `plan.*` events and usage, and for a
+    continued run the reply it stopped at (app/runtime/continuation.py)."""
     model = {"provider": "scripted", "name": "scripted-1", "script": SCRIPT}
+    last = journal.messages[-1] if continued is not None and journal.messages else None
+    stopped_at = last if last is not None and last.role == "assistant" else None
     return TurnRun(
         ident=journal.ident, agent_version=1, owner_sub="alice",
         snapshot={"model": model, "system_prompt": "be brief", "tools": ["builtin:echo"]},
@@ -48,6 +51,7 @@ def _run(journal: MemoryJournal, *, continued: Continued | None = None, max_loop
         input_tokens=sum(u.input_tokens for u in journal.usage),
         output_tokens=sum(u.output_tokens for u in journal.usage),
         mode="autonomous", max_steps=5, continued=continued,
+        pending=list(stopped_at.tool_calls) if stopped_at else [], last_text=stopped_at.content if stopped_at else "",
         plan_events=[e.model_dump(mode="json") for e in journal.events if e.type.startswith("plan.")],
     )  # fmt: skip
 
@@ -128,6 +132,35 @@ async def test_a_step_continued_after_its_tool_result_makes_the_next_call_and_ru
     assert [e.result for e in second.of_type("tool_call.completed")] == ["three"]
     assert [m.content for m in second.messages if m.role == "assistant"][0] == "step two done"
     assert len(first.dispatches) == 2
+
+
+async def test_a_step_whose_call_was_dispatched_without_an_outcome_re_sends_it_under_the_same_key() -> None:
+    def step_two_call_sent(journal: MemoryJournal) -> bool:
+        return len(journal.dispatches) == 2
+
+    first = MemoryJournal()
+    await _until(first, step_two_call_sent)
+    lost_key = first.dispatches[-1][0]
+    del first.ledger[lost_key]  # the call left; its outcome was never stored
+    second, outcome = await _continued(first)
+    assert (outcome.status, outcome.final_output) == ("completed", "all three steps are done")
+    assert second.ledger[lost_key].content == "two", "sent again under its key"
+    assert [e.result for e in second.of_type("tool_call.completed")] == ["two", "three"]
+    assert [call_id for _, call_id, _ in second.receipts if call_id] == [second.dispatches[-1][2].id], (
+        "the re-sent call is not judged again; step 3's call is"
+    )
+    assert _steps(first, second) == [
+        ("todo_1", "done", "step one done"), ("todo_2", "done", "step two done"), ("todo_3", "done", "step three done"),
+    ]  # fmt: skip
+
+
+async def test_a_step_whose_final_reply_was_stored_is_done_with_it_without_another_call() -> None:
+    def step_two_answered(journal: MemoryJournal) -> bool:
+        return any(m.content == "step two done" for m in journal.messages)
+
+    first, second, _ = await _crash_and_continue(step_two_answered)
+    assert [m.content for m in second.messages if m.role == "assistant"][0] == ""  # step 3's tool call
+    assert _of(second, "plan.step.completed")[0]["output"] == "step two done"
 
 
 async def test_a_summary_stored_before_the_crash_is_the_outcome_without_another_call() -> None:

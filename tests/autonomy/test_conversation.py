@@ -80,11 +80,12 @@ def test_the_conversation_puts_each_steps_goal_before_its_messages() -> None:
     assert [m.role for m in stored.conversation(plan, None, "do it")][-1] == "assistant"
 
 
-def test_the_loops_count_each_steps_answered_rounds_but_not_the_plan_or_the_summary() -> None:
+def test_the_loops_count_the_steps_rounds_but_not_the_plan_the_summary_or_an_unclosed_final_reply() -> None:
     step_1 = [*_call("c1"), _reply("a done")]
     asked = _call("c2")[:1]
     plan = _plan(("todo_1", "done"), ("todo_2", "running"))
     assert StoredTurn.of([INPUT, PLAN, *step_1, *asked], plan).loops == 2
     assert StoredTurn.of([INPUT, PLAN, *step_1, *_call("c2")], plan).loops == 3
+    assert StoredTurn.of([INPUT, PLAN, *step_1, *_call("c2"), _reply("b done")], plan).loops == 3
     every = _plan(("todo_1", "done"), ("todo_2", "done"), ("todo_3", "skipped"))
     assert StoredTurn.of([INPUT, PLAN, *step_1, _reply("b done"), _reply("summary")], every).loops == 3

@@ -4,6 +4,8 @@ and the service each test module runs against it."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -50,18 +52,23 @@ async def hot_sql(sql: AsyncEngine) -> AsyncIterator[Sql]:
         await runner.close()
 
 
+def sdk_settings_for(database_url: str, data_dir: Path, mock: MockAnthropic, **overrides: Any) -> Settings:
+    """At most one Claude Code process; the service's own model calls (an autonomous plan) reach the mock too."""
+    return make_settings(
+        database_url,
+        data_dir,
+        anthropic=AnthropicSettings(api_key=MOCK_KEY, base_url=mock.base_url, max_retries=0),
+        providers=ProviderSettings(allowed_hosts=["127.0.0.1"]),
+        claude_sdk=ClaudeSdkSettings(max_sessions=1, idle_seconds=300),
+        **overrides,
+    )
+
+
 @pytest.fixture(scope="module")
 def sdk_settings(
     database_url: str, tmp_path_factory: pytest.TempPathFactory, mock_anthropic: MockAnthropic
 ) -> Settings:
-    """At most one Claude Code process; the service's own model calls (an autonomous plan) reach the mock too."""
-    return make_settings(
-        database_url,
-        tmp_path_factory.mktemp("sdk-data"),
-        anthropic=AnthropicSettings(api_key=MOCK_KEY, base_url=mock_anthropic.base_url, max_retries=0),
-        providers=ProviderSettings(allowed_hosts=["127.0.0.1"]),
-        claude_sdk=ClaudeSdkSettings(max_sessions=1, idle_seconds=300),
-    )
+    return sdk_settings_for(database_url, tmp_path_factory.mktemp("sdk-data"), mock_anthropic)
 
 
 @pytest.fixture(scope="module")

@@ -324,3 +324,19 @@ async def test_a_tool_nobody_offered_is_refused_with_an_unknown_tool_receipt(
     async with sql.connect() as conn:
         receipts = (await conn.execute(select(PolicyDecision.rule_id).where(PolicyDecision.turn_id == turn_id))).all()
     assert [r.rule_id for r in receipts] == ["unknown_tool", "unknown_tool"]
+
+
+async def test_a_reply_past_the_total_token_budget_ends_the_turn_before_its_tools_run(
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic
+) -> None:
+    session_id = await new_session(api, alice, limits={"max_total_tokens": 100})
+    anthropic.play(Step(text="Echoing.", tool_calls=[("mcp__agent__echo", {"text": "one"})]), Step(text="never"))
+
+    frames = await turn(api, alice, session_id, "echo one")
+
+    ended = frames[-1].data
+    assert (ended["status"], ended["error"]["code"]) == ("budget_exceeded", "budget_exceeded")
+    assert ended["error"]["spent"]["input_tokens"] + ended["error"]["spent"]["output_tokens"] > 100
+    assert ended["final_output"] == "Echoing."
+    assert of(frames, "tool_call.completed") == []
+    assert len(anthropic.loop_requests()) == 1

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import httpx
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.drop_rule import withdrawn
@@ -174,14 +175,30 @@ def one_ending(frames: list[Frame]) -> dict[str, Any]:
     return endings[0].data
 
 
-async def ledger_outcome_stored(engine: AsyncEngine, key: str) -> None:
-    """Until the ledger holds the outcome of the call sent under `key` (a completed call)."""
-    query = text("SELECT status FROM tool_executions WHERE idempotency_key = :key")
+LEDGER_OUTCOME = text("SELECT status = 'completed' FROM tool_executions WHERE idempotency_key = :key")
+TOOL_RESULT_MESSAGE = text(
+    "SELECT count(*) > 0 FROM messages WHERE session_id = :session AND role = 'tool' AND tool_call_id = :call"
+)
+
+
+async def until_stored(engine: AsyncEngine, query: TextClause, params: dict[str, Any], what: str) -> None:
+    """Until `query` (one boolean) says the database holds `what`."""
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
         async with engine.connect() as conn:
-            if (await conn.execute(query, {"key": key})).scalar() == "completed":
+            if (await conn.execute(query, params)).scalar():
                 return
         if time.monotonic() > deadline:
-            raise AssertionError(f"the outcome of {key} was never stored")
+            raise AssertionError(f"{what} was never stored")
         await asyncio.sleep(POLL_SECONDS)
+
+
+async def ledger_outcome_stored(engine: AsyncEngine, key: str) -> None:
+    """Until the ledger holds the outcome of the call sent under `key` (a completed call)."""
+    await until_stored(engine, LEDGER_OUTCOME, {"key": key}, f"the outcome of {key}")
+
+
+async def tool_result_stored(engine: AsyncEngine, session: dict[str, Any], call_id: str) -> None:
+    """Until the turn's history holds the result of `call_id` (the model's next call comes after it)."""
+    params = {"session": uuid.UUID(session["id"]), "call": call_id}
+    await until_stored(engine, TOOL_RESULT_MESSAGE, params, f"the result message of {call_id}")

@@ -25,10 +25,7 @@ from tests.continuation.support import (
 from tests.live_server import LiveServer
 from tests.turns.support import get_turn, slow_session
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.xfail(run=False, reason="waits for the continuation engine of issue #17 (branch cont)"),
-]
+pytestmark = pytest.mark.timeout(180)
 
 SHORT = " ".join(f"short{i}" for i in range(10))
 LONG = " ".join(f"long{i}" for i in range(80))

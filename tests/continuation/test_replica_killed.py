@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.continuation.support import (
     WAIT_SECONDS,
@@ -29,6 +30,7 @@ from tests.continuation.support import (
     one_ending,
     reconnect,
     replay,
+    tool_result_stored,
     wait_for,
 )
 from tests.idempotent_gateway import IdempotentGateway, wait_reached
@@ -36,10 +38,7 @@ from tests.live_server import LiveServer
 from tests.sse import Frame
 from tests.turns.support import get_turn
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.xfail(run=False, reason="waits for the continuation engine of issue #17 (branch cont)"),
-]
+pytestmark = pytest.mark.timeout(180)
 
 WORDS = " ".join(f"word{i}" for i in range(40))
 DELAY_MS = 100
@@ -174,13 +173,14 @@ async def test_a_replica_killed_after_a_tool_outcome_is_stored_never_sends_that_
     clients: list[httpx.AsyncClient],
     alice: dict[str, str],
     gateway: IdempotentGateway,
-    replica_sql: Any,
+    replica_sql: AsyncEngine,
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("stored"), {"text": WORDS}, delay_ms=DELAY_MS)
     key = key_of(session, FIRST_BATCH, "call_0_0")
     follower = start_turn(on_a, alice, session)
     await ledger_outcome_stored(replica_sql, key)
+    await tool_result_stored(replica_sql, session, "call_0_0")
 
     await kill(a, follower)
     rest = await reconnect(on_b, alice, follower).ended()
@@ -199,7 +199,7 @@ async def test_a_replica_killed_while_resuming_an_approval_is_continued_without_
     clients: list[httpx.AsyncClient],
     alice: dict[str, str],
     gateway: IdempotentGateway,
-    replica_sql: Any,
+    replica_sql: AsyncEngine,
     kill_point: str,
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
