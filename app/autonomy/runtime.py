@@ -68,12 +68,16 @@ class AutonomousRuntime:
     def __init__(self, inner: TurnRuntime) -> None:
         self.inner = inner
 
+    def continues_at(self, run: TurnRun) -> int:
+        """The inner loop's rounds the stored steps completed (app/autonomy/conversation.py `StoredTurn.loops`)."""
+        return StoredTurn.of(run.history, Plan.of_events(run.plan_events)).loops
+
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
         recording = StepJournal(journal)
         """Everything this run adds to the conversation: what every later prompt (and call index) goes on from."""
         plan = Plan.of_events(run.plan_events)
         stored = StoredTurn.of(run.history, plan)
-        loops = stored.loops if run.continuing else run.loop_count
+        loops = self.continues_at(run) if run.continuing else run.loop_count
         totals = _Totals(loops, run.input_tokens, run.output_tokens, _calls(run.history))
         if not plan.steps:
             failure = await self._plan(run, stored.before, services, recording, totals, plan)

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from app.context.compaction import StoredSummary
 from app.context.engine_client import ContextEngineClient
@@ -306,3 +306,12 @@ class TurnRuntime(Protocol):
     """
 
     def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]: ...
+
+
+@runtime_checkable
+class CountsItsLoops(Protocol):
+    """A runtime whose loop count is not the engine's (the engine counts tool rounds with every result stored)."""
+
+    def continues_at(self, run: TurnRun) -> int:
+        """The loop a continued run goes on at: `turn.resumed.from_loop`, and where its loop index resumes."""
+        ...

@@ -14,7 +14,7 @@ from app.core.logs import bind, get_logger
 from app.core.metrics import TURNS_ENDED
 from app.models.base import utcnow
 from app.runtime.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
-from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.journal import CountsItsLoops, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store import TurnStore, release_turn, settle_turn
 from app.runtime.stream import TurnStream
 
@@ -78,7 +78,7 @@ async def _execute(
     store: TurnStore,
 ) -> tuple[str, dict[str, Any] | None]:
     """The run and its settle: the status the turn ended with, and its error if that outcome stood."""
-    stream.emit(opening_event(run))
+    stream.emit(opening_event(run, runtime))
     last = Progress(
         loop_count=run.loop_count,
         input_tokens=run.input_tokens,
@@ -108,13 +108,13 @@ async def _execute(
     return settled, error if settled == status else None
 
 
-def opening_event(run: TurnRun) -> TurnStarted | TurnResumed:
+def opening_event(run: TurnRun, runtime: TurnRuntime | None = None) -> TurnStarted | TurnResumed:
     """`turn.resumed` opens a run that continues a lost one (so a reconnected stream reads as one run);
     `turn.started` any other (a new turn, or an approval's resume)."""
     if run.continued is not None:
         return TurnResumed(
             reason=run.continued.reason,
-            from_loop=run.loop_count,
+            from_loop=runtime.continues_at(run) if isinstance(runtime, CountsItsLoops) else run.loop_count,
             last_durable_seq=run.continued.last_durable_seq,
         )
     return TurnStarted(

@@ -89,6 +89,7 @@ async def test_a_crash_inside_step_two_continues_that_step_and_files_no_issue_tw
     assert_gapless(kept)
     [resumed] = [f for f in kept if f.event == "turn.resumed"]
     assert resumed.data["reason"] == "replica_lost"
+    assert resumed.data["from_loop"] == 2, "step 1's tool round and final reply; step 2's batch goes on at loop 2"
     assert [f.event for f in kept].count("turn.ended") == 1
     assert len(of(kept, "plan.created")) == 1
     assert [e["todo_id"] for e in of(kept, "plan.step.started")] == ["todo_1", "todo_2", "todo_3"]
