@@ -29,7 +29,7 @@ from app.runtime.journal import Continued, HumanDecision, TurnIdentity, TurnRun,
 from app.runtime.lease import Orphan
 from app.runtime.quota import token_quota_of
 from app.runtime.resume import human_decision
-from app.runtime.store import TURNS, TurnStore, chat_message
+from app.runtime.store import RUN_COLUMNS, TURNS, TurnStore, chat_message
 from app.runtime.stream import SEQ_BLOCK
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
@@ -55,17 +55,7 @@ CLAIM = Query(
         updated_at=bindparam("now"),
         seq_ceiling=case((_turns.c.seq_ceiling > _STORED, _turns.c.seq_ceiling), else_=_STORED) + SEQ_BLOCK,
     )
-    .returning(
-        _turns.c.session_id,
-        _turns.c.input,
-        _turns.c.owner_sub,
-        _turns.c.max_loops,
-        _turns.c.max_output_tokens,
-        _turns.c.max_total_tokens,
-        _turns.c.mode,
-        _turns.c.max_steps,
-        _turns.c.seq_ceiling,
-    )
+    .returning(_turns.c.session_id, _turns.c.seq_ceiling, *(_turns.c[c] for c in RUN_COLUMNS))
 )
 """Take the turn from the dead runner (`in_dead`; NULL when handed over): a second claimant finds no row.
 

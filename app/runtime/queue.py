@@ -23,7 +23,7 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.admission import free_slot, slot_params
 from app.runtime.journal import TurnIdentity
-from app.runtime.store import MESSAGES, TURNS, message_row
+from app.runtime.store import MESSAGES, RUN_COLUMNS, TURNS, message_row
 from app.runtime.stream import SEQ_BLOCK
 
 MAX_QUEUED_PER_SESSION = 16
@@ -53,17 +53,7 @@ _PROMOTE = (
     update(_turns)
     .where(_turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == OLDEST_QUEUED, _turns.c.status == "queued")
     .values(status="running", runner_id=bindparam("to_runner"), updated_at=bindparam("now"), seq_ceiling=SEQ_BLOCK)
-    .returning(
-        _turns.c.id,
-        _turns.c.seq_ceiling,
-        _turns.c.input,
-        _turns.c.owner_sub,
-        _turns.c.max_loops,
-        _turns.c.max_output_tokens,
-        _turns.c.max_total_tokens,
-        _turns.c.mode,
-        _turns.c.max_steps,
-    )
+    .returning(_turns.c.id, _turns.c.seq_ceiling, *(_turns.c[c] for c in RUN_COLUMNS))
 )
 PROMOTE = Query(_PROMOTE)
 _free = select(free_slot(TURNS, "in_tenant").c.slot)

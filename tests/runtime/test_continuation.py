@@ -122,28 +122,20 @@ async def replica(
         yield app, client
 
 
-@pytest.fixture
-async def first(
-    database_url: str, tmp_path: Path, gateway: Gateway, quiet_shared_app: None
-) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    async for pair in replica(database_url, tmp_path / "first", gateway):
-        yield pair
+def _replica_fixture(name: str) -> Any:
+    @pytest.fixture(name=name)
+    async def fixture(
+        database_url: str, tmp_path: Path, gateway: Gateway, quiet_shared_app: None
+    ) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+        async for pair in replica(database_url, tmp_path / name, gateway):
+            yield pair
+
+    return fixture
 
 
-@pytest.fixture
-async def third(
-    database_url: str, tmp_path: Path, gateway: Gateway, quiet_shared_app: None
-) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    async for pair in replica(database_url, tmp_path / "third", gateway):
-        yield pair
-
-
-@pytest.fixture
-async def second(
-    database_url: str, tmp_path: Path, gateway: Gateway, quiet_shared_app: None
-) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    async for pair in replica(database_url, tmp_path / "second", gateway):
-        yield pair
+first = _replica_fixture("first")
+second = _replica_fixture("second")
+third = _replica_fixture("third")
 
 
 def manager_of(app: FastAPI) -> TurnManager:
