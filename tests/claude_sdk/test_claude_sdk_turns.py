@@ -23,6 +23,7 @@ from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
 from tests.claude_sdk.service import new_session, of, session_after_one_turn, turn
 from tests.conftest import running_app
 from tests.sse import read_turn
+from tests.turns.support import wait_for_stored_event
 
 
 async def test_a_text_turn_streams_stores_and_replays(
@@ -141,7 +142,7 @@ async def test_an_approval_resumes_the_sdk_session_at_the_call_after_a_restart(
 
 
 async def test_cancel_interrupts_claude_code_and_the_session_goes_on(
-    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic
+    api: httpx.AsyncClient, alice: dict[str, str], anthropic: MockAnthropic, sql: AsyncEngine
 ) -> None:
     session_id = await new_session(api, alice)
     held = Step(text="a long answer that never ends", hold=asyncio.Event())
@@ -150,6 +151,8 @@ async def test_cancel_interrupts_claude_code_and_the_session_goes_on(
     try:
         await asyncio.wait_for(held.holding.wait(), 60)
         (active,) = (await api.get(f"/sessions/{session_id}/turns", headers=alice)).json()["items"]
+        # the mock sent its first word; Claude Code passes it on in its own time
+        await wait_for_stored_event(sql, active["id"], "message.delta")
         response = await api.post(f"/turns/{active['id']}/cancel", headers=alice)
         frames = await asyncio.wait_for(running, 60)
     finally:

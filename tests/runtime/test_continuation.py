@@ -416,7 +416,7 @@ async def test_a_drained_turn_is_handed_over_and_its_followers_told_to_reconnect
 
 
 async def drop_lock_connection(sql: AsyncEngine, runner_id: uuid.UUID) -> None:
-    """Close the connection that holds a runner's advisory lock, from the server's side."""
+    """Close the connection that holds a runner's advisory lock, from the server's side, and wait until it is gone."""
     key = lock_key(runner_id) & 0xFFFFFFFFFFFFFFFF
     async with sql.connect() as conn:
         pid = await conn.scalar(
@@ -427,5 +427,7 @@ async def drop_lock_connection(sql: AsyncEngine, runner_id: uuid.UUID) -> None:
             {"high": key >> 32, "low": key & 0xFFFFFFFF},
         )
         assert pid is not None
-        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        # with a timeout the call returns once the backend is gone (and its lock free), not when signalled
+        gone = await conn.scalar(text("SELECT pg_terminate_backend(:pid, :wait_ms)"), {"pid": pid, "wait_ms": 30_000})
+        assert gone, "the lock's backend outlived its termination by 30 s"
         await conn.commit()

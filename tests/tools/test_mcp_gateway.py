@@ -17,6 +17,9 @@ from tests.mcp_server import Gateway, dead_port, serve_gateway
 TOKEN = "gateway-token-abc.def.ghi"
 BAD_TOKEN = "rejected-token-xyz.uvw"
 TEAM = "eng"
+TIMEOUT_SECONDS = 30.0
+"""Generous: a loaded machine may take seconds over a handshake; only the slow-tool test wants a timeout."""
+SLOW_TOOL_TIMEOUT_SECONDS = 1.0
 
 
 def build_mcp_server(gateway: Gateway) -> MCPServer:
@@ -68,7 +71,7 @@ def gateway(request: pytest.FixtureRequest) -> Gateway:
 
 @pytest.fixture
 async def client(gateway: Gateway) -> AsyncIterator[McpGatewayClient]:
-    mcp = McpGatewayClient(gateway.url, timeout=1.0)
+    mcp = McpGatewayClient(gateway.url, timeout=TIMEOUT_SECONDS)
     yield mcp
     await mcp.aclose()
 
@@ -141,8 +144,12 @@ async def test_invalid_arguments_are_an_error_result(client: McpGatewayClient) -
     assert result.is_error
 
 
-async def test_a_slow_tool_times_out_into_an_error_result(client: McpGatewayClient) -> None:
-    result = await client.call_tool(TOKEN, TEAM, "jira__slow", {}, "k-6")
+async def test_a_slow_tool_times_out_into_an_error_result(gateway: Gateway) -> None:
+    mcp = McpGatewayClient(gateway.url, timeout=SLOW_TOOL_TIMEOUT_SECONDS)
+    try:
+        result = await mcp.call_tool(TOKEN, TEAM, "jira__slow", {}, "k-6")
+    finally:
+        await mcp.aclose()
 
     assert result.is_error
     assert "timed out" in result.content
@@ -163,7 +170,7 @@ async def test_concurrent_calls_each_deliver_their_own_key(
 
 
 async def test_a_rejected_token_fails_discovery_without_leaking_it(gateway: Gateway) -> None:
-    mcp = McpGatewayClient(gateway.url, timeout=1.0)
+    mcp = McpGatewayClient(gateway.url, timeout=TIMEOUT_SECONDS)
     try:
         with pytest.raises(McpGatewayUnavailable) as caught:
             await mcp.list_tools(BAD_TOKEN, TEAM)
@@ -180,7 +187,7 @@ async def test_a_rejected_token_fails_discovery_without_leaking_it(gateway: Gate
 
 async def test_modern_gateway_reuses_one_connection(modern_gateway: Gateway) -> None:
     modern_gateway.requests.clear()
-    mcp = McpGatewayClient(modern_gateway.url, timeout=1.0)
+    mcp = McpGatewayClient(modern_gateway.url, timeout=TIMEOUT_SECONDS)
     try:
         await mcp.list_tools(TOKEN, TEAM)
         for i in range(3):
@@ -193,7 +200,7 @@ async def test_modern_gateway_reuses_one_connection(modern_gateway: Gateway) -> 
 
 
 async def test_a_dead_gateway_fails_discovery_and_calls() -> None:
-    mcp = McpGatewayClient(f"http://127.0.0.1:{dead_port()}", timeout=1.0)
+    mcp = McpGatewayClient(f"http://127.0.0.1:{dead_port()}", timeout=TIMEOUT_SECONDS)
     try:
         with pytest.raises(McpGatewayUnavailable, match="unreachable"):
             await mcp.list_tools(TOKEN, TEAM)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from pydantic import ConfigDict
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.models import TurnEvent
 from app.runtime.events import EventBody
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
@@ -69,6 +73,17 @@ async def wait_for_status(
             turn = await get_turn(client, headers, turn_id)
             if turn["status"] in statuses:
                 return turn
+            await asyncio.sleep(0.05)
+
+
+async def wait_for_stored_event(engine: AsyncEngine, turn_id: str, event: str) -> None:
+    """Poll the turn's stored events until one is `event`: the service itself has seen it by then."""
+    query = select(TurnEvent.seq).where(TurnEvent.turn_id == uuid.UUID(turn_id), TurnEvent.type == event).limit(1)
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while True:
+            async with engine.connect() as conn:
+                if await conn.scalar(query) is not None:
+                    return
             await asyncio.sleep(0.05)
 
 
