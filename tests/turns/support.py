@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from pydantic import ConfigDict
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.models import Turn
 from app.runtime.events import EventBody
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
@@ -31,6 +35,12 @@ def now() -> datetime:
 
 def raw_event(event_type: str, data: dict[str, Any]) -> EventBody:
     return RawEvent(type=event_type, **data)
+
+
+async def runner_of(engine: AsyncEngine, turn_id: uuid.UUID) -> uuid.UUID:
+    async with engine.connect() as conn:
+        runner: uuid.UUID = await conn.scalar(select(Turn.runner_id).where(Turn.id == turn_id))
+    return runner
 
 
 async def scripted_session(
