@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from pydantic import ConfigDict
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.models import Turn
 from app.providers.base import ToolCall
 from app.runtime.batch import LEDGER, write_rows
 from app.runtime.events import EventBody
@@ -35,6 +39,12 @@ def now() -> datetime:
 
 def raw_event(event_type: str, data: dict[str, Any]) -> EventBody:
     return RawEvent(type=event_type, **data)
+
+
+async def runner_of(engine: AsyncEngine, turn_id: uuid.UUID) -> uuid.UUID:
+    async with engine.connect() as conn:
+        runner: uuid.UUID = await conn.scalar(select(Turn.runner_id).where(Turn.id == turn_id))
+    return runner
 
 
 async def scripted_session(
