@@ -54,11 +54,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
-from app.models import Turn, TurnEvent
+from app.models import ToolExecution, Turn, TurnEvent
 from app.runtime.notify import CHANNEL
 from app.runtime.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
 from app.runtime.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
@@ -72,6 +74,10 @@ CEILINGS = TURNS
 """A staged row on `turns` raises a running turn's `seq_ceiling` (`ceiling_row`); it inserts nothing."""
 CEILING_PREFIX = "c_"
 CEILING_COLUMNS = ("turn_id", "tenant_id", "runner_id", "seq_ceiling")
+LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
+KEEP_FIRST: dict[Table, str] = {LEDGER: "idempotency_key"}
+"""Tables whose staged row is skipped when a row with its key is already stored: a tool call's
+`dispatched` ledger row rides in the write that stores its request, and a re-send keeps the first row."""
 
 
 def ceiling_row(turn_id: uuid.UUID, tenant_id: str, runner_id: uuid.UUID | None, ceiling: int) -> dict[str, Any]:
@@ -219,7 +225,28 @@ def _unnest_insert(table: Table, columns: tuple[str, ...], prefix: str, fence: A
     if fence is not None and "turn_id" in columns:
         turn_id = rows.c.turn_id
         kept = kept.where(or_(turn_id != all_(_FENCE_TURNS), turn_id.in_(select(fence.c.id))))
+    if table in KEEP_FIRST:
+        return (
+            pg_insert(target)
+            .from_select(list(columns), kept)
+            .on_conflict_do_nothing(index_elements=[KEEP_FIRST[table]])
+        )
     return insert(target).from_select(list(columns), kept)
+
+
+@lru_cache(maxsize=8)
+def _keep_first_query(table: Table, columns: tuple[str, ...]) -> Query:
+    """SQLite: insert a row unless its key is already stored."""
+    statement = sqlite_insert(bare(table)).values({c: bindparam(c) for c in columns})
+    return Query(statement.on_conflict_do_nothing(index_elements=[KEEP_FIRST[table]]))
+
+
+async def _insert_group(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> None:
+    if table not in KEEP_FIRST:
+        await insert_rows(sql, table, rows)
+        return
+    for row in rows:
+        await sql.execute(_keep_first_query(table, tuple(row)), row)
 
 
 def _settle_update(columns: tuple[str, ...], fence: Any = None) -> Update:
@@ -344,7 +371,7 @@ async def write_in_transaction(
         )
         written = [*rows, final] if settled and final is not None else rows
         for (table, _), group in grouped(written).items():
-            await insert_rows(tx, table, group)
+            await _insert_group(tx, table, group)
         await enqueue_in_transaction(tx, [row for table, row in written if table is EVENTS])
     return Written(settled, raised)
 
@@ -361,6 +388,6 @@ async def write_rows(
     if sql.dialect == "postgresql":
         return await write_in_one_statement(sql, rows, settle, final, fences)
     if settle is None and len(rows) == 1 and rows[0][0] not in (EVENTS, QUOTA_LEDGER, CEILINGS):
-        await insert_rows(sql, rows[0][0], [rows[0][1]])
+        await _insert_group(sql, rows[0][0], [rows[0][1]])
         return Written(True)
     return await write_in_transaction(sql, rows, settle, final)

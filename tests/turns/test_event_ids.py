@@ -22,7 +22,7 @@ from app.runtime.runner import opening_event
 from app.runtime.store import TurnStore
 from app.runtime.stream import SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from app.tools.base import ToolResult
-from tests.turns.support import raw_event, runner_of
+from tests.turns.support import dispatch, raw_event, runner_of
 
 FOLLOW_TIMEOUT_SECONDS = 30.0
 
@@ -121,7 +121,7 @@ async def test_the_ledger_names_a_dispatched_call_without_an_outcome(
     ident, other = await make_turn(), await make_turn()
     store = TurnStore(db)
     call = ToolCall(id="c1", name="calc", arguments={"expression": "2+2", "nested": {"a": [1, None]}})
-    await store.ledger_dispatch(ident, key="k-" + ident.turn_id.hex, loop=0, call=call)
+    await dispatch(store, ident, key="k-" + ident.turn_id.hex, loop=0, call=call)
     key = "k-" + ident.turn_id.hex
     assert await store.ledger_dispatched(ident.tenant_id, key) == call.arguments
     assert await store.ledger_dispatched(other.tenant_id, key) is None, "another tenant's ledger is not read"

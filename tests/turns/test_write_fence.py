@@ -18,12 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import Sql
 from app.models import Turn
-from app.providers.base import ChatMessage
+from app.providers.base import ChatMessage, ToolCall
+from app.runtime.batch import LEDGER
 from app.runtime.journal import ModelUsage, TurnIdentity
-from app.runtime.store import MESSAGES, USAGE, message_row, usage_row
+from app.runtime.store import MESSAGES, USAGE, ledger_row, message_row, usage_row
 from app.runtime.stream import ABANDON, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from tests.turns.support import POLL_TIMEOUT_SECONDS, raw_event, runner_of
-from tests.turns.test_turn_writer import counts
+from tests.turns.test_turn_writer import count, counts
 
 pytestmark = pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
 FOLLOW_TIMEOUT_SECONDS = 30.0
@@ -80,6 +81,24 @@ async def test_a_flush_of_a_run_that_lost_its_turn_stores_nothing_and_stops_the_
     shown = await follower
     assert "\nretry: " in "\n" + shown, "its followers are told to reconnect"
     assert "event: turn.ended" not in shown
+
+
+async def test_a_run_that_lost_its_turn_records_no_dispatch_and_stops_before_the_call_leaves(
+    engine: AsyncEngine, db: Sql, flusher: BatchFlusher, make_turn: Callable[[], Awaitable[TurnIdentity]]
+) -> None:
+    """A dispatch is the ledger row staged with the call's request and flushed (TurnRecorder.dispatched):
+    fenced out, the row is not stored and the flush stops the run before it sends the call."""
+    ident = await make_turn()
+    stream = await run_of(engine, db, flusher, ident)
+    call = ToolCall(id="call_1", name="echo", arguments={"text": "x"})
+    await claim_for_another(engine, ident.turn_id)
+    stream.stage(LEDGER, ledger_row(ident, key=f"k-{ident.turn_id.hex}", loop=0, call=call, result=None))
+
+    with pytest.raises(asyncio.CancelledError) as stopped:
+        await stream.flush()
+
+    assert stopped.value.args == (ABANDON,)
+    assert await count(engine, LEDGER, ident.turn_id) == 0
 
 
 async def test_a_shared_flush_stores_the_turns_still_held_and_stops_only_the_lost_run(
