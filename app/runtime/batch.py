@@ -41,6 +41,7 @@ from sqlalchemy import (
     Text,
     Uuid,
     all_,
+    any_,
     bindparam,
     case,
     cast,
@@ -51,6 +52,7 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -161,13 +163,19 @@ _FENCE_TURNS = bindparam("fence_turns", type_=ARRAY(Uuid()))
 
 
 def _fence_cte() -> Any:
-    """The fenced turns of the write that still name their runner, share-locked (see the module)."""
+    """The fenced turns of the write that still name their runner, share-locked (see the module).
+
+    `id = ANY(…)` keeps the lookup on the primary key whatever the plan (a join to the `unnest` of
+    the pairs alone was planned as a scan of `turns` on a small table)."""
     turns = bare(TURNS)
     runners = bindparam("fence_runners", type_=ARRAY(Uuid()))
     pairs = func.unnest(_FENCE_TURNS, runners).table_valued("turn_id", "runner_id").render_derived()
     return (
         select(turns.c.id)
-        .where(turns.c.id == pairs.c.turn_id, turns.c.runner_id == pairs.c.runner_id)
+        .where(
+            turns.c.id == any_(_FENCE_TURNS),
+            tuple_(turns.c.id, turns.c.runner_id).in_(select(pairs.c.turn_id, pairs.c.runner_id)),
+        )
         .with_for_update(read=True, of=turns)
         .cte("fence")
     )
