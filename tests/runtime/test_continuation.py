@@ -214,6 +214,16 @@ async def interrupted_talk(
     return raw, interrupted
 
 
+async def continued_on(
+    app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], turn_id: str
+) -> tuple[dict[str, Any], list[Frame]]:
+    """`app` continues the dead replica's turn (its sweep, run now; its own beat may have got there
+    first): the turn once it ended, and its stored stream."""
+    await manager_of(app).recover()
+    turn = await wait_for_status(client, headers, turn_id)
+    return turn, await replay(client, headers, turn_id)
+
+
 async def replay(client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> list[Frame]:
     async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
         return await read_turn(client, "GET", f"/turns/{turn_id}/events", headers=headers)
@@ -245,10 +255,8 @@ async def test_a_tool_batch_continues_without_running_a_completed_call_twice(
         await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)  # "two" left, its outcome never comes
         await die(first_app, sql)
     hold.reset(None)
-    assert await manager_of(second_app).recover() == 1
 
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert (turn["status"], turn["final_output"]) == ("completed", "filed them")
     calls = calls_by_title(gateway)
@@ -290,10 +298,8 @@ async def test_a_streaming_model_call_is_made_again_above_the_lost_ids(
     async with sql.connect() as conn:
         ceiling = await conn.scalar(select(Turn.seq_ceiling).where(Turn.id == uuid.UUID(turn_id)))
         stored = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == uuid.UUID(turn_id)))
-    await manager_of(second_app).recover()
 
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert (turn["status"], turn["final_output"]) == ("completed", WORDS)
     [resumed] = [f for f in frames if f.event == "turn.resumed"]
@@ -332,9 +338,8 @@ async def test_an_approved_call_with_edited_arguments_is_sent_again_as_approved(
         await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)
         await die(first_app, sql)
     hold.reset(None)
-    await manager_of(second_app).recover()
 
-    turn = await wait_for_status(second_client, alice, turn_id)
+    turn, _ = await continued_on(second_app, second_client, alice, turn_id)
     approvals = (await second_client.get("/approvals", headers=alice)).json()["items"]
 
     assert (turn["status"], turn["final_output"]) == ("completed", "filed")
@@ -417,9 +422,7 @@ async def test_a_drained_turn_is_handed_over_and_its_followers_told_to_reconnect
                 select(Turn.status, Turn.runner_id, Turn.handed_over).where(Turn.id == uuid.UUID(turn_id))
             )
         ).one()
-    await manager_of(second_app).recover()
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert "\nretry: " in "\n" + raw, "the follower is told to reconnect"
     assert "turn.ended" not in raw
@@ -468,8 +471,7 @@ async def test_a_replica_whose_running_turn_was_claimed_stores_none_of_its_late_
     raw, lost_run = await interrupted_talk(first_client, alice, claim_behind_its_back)  # read to the fence's stop
     turn_id = parse(raw)[0].data["turn_id"]
     await manager_of(first_app).wait(uuid.UUID(turn_id))
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     [resumed] = [f for f in frames if f.event == "turn.resumed"]
     stored_at_claim = resumed.data["last_durable_seq"]
