@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.db import create_engine
 from app.core.migrate import upgrade_head
 from app.core.sql import AlchemySql, AsyncpgSql, Sql, open_sql
+from tests.engines import direct_engine
 
 
 @pytest.fixture(scope="session")
@@ -35,11 +35,8 @@ async def engine(
     else:
         shutil.copy(sqlite_template, tmp_path / "backend.db")
         url = f"sqlite+aiosqlite:///{tmp_path / 'backend.db'}"
-    created = create_engine(url, pool_size=2, max_overflow=2)
-    try:
+    async with direct_engine(url) as created:
         yield created
-    finally:
-        await created.dispose()
 
 
 @pytest.fixture

@@ -23,10 +23,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.verify import mint_user_token
-from app.core.db import create_engine
 from app.core.migrate import upgrade_head
 from app.main import create_app
 from app.settings import AuthSettings, DbSettings, Settings, WebhookSettings
+from tests.engines import direct_engine
 
 pytest_plugins = ["tests.backends"]
 
@@ -70,11 +70,8 @@ def database_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 async def sql(database_url: str) -> AsyncIterator[AsyncEngine]:
     """A direct engine on the test database, to read or plant rows the API does not show."""
-    engine = create_engine(database_url, pool_size=2, max_overflow=2)
-    try:
+    async with direct_engine(database_url) as engine:
         yield engine
-    finally:
-        await engine.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -121,3 +121,13 @@ def serve_idempotent_gateway(*, team: str) -> Iterator[IdempotentGateway]:
 
     with serve_gateway(build, team=team) as gateway:
         yield IdempotentGateway(gateway, built["effects"])
+
+
+@contextmanager
+def fresh(served: IdempotentGateway) -> Iterator[IdempotentGateway]:
+    """The gateway with no holds and nothing recorded, for one test (a call it left held is let go)."""
+    served.effects.reset()
+    try:
+        yield served
+    finally:
+        served.effects.reset()

@@ -18,6 +18,7 @@ from app.turns.responses import (
     PreferHeader,
     TurnRepresentation,
     accepted,
+    finished,
     wants_async,
     wants_json,
 )
@@ -38,7 +39,8 @@ DECIDE_RESPONSES = {
         "model": schemas.StillWaiting | Turn,
         "description": (
             "Recorded; other approvals of the batch still wait (`StillWaiting`) — or, with "
-            "`Prefer: respond-async`, the resumed turn at once (`Turn`, with `Location`)"
+            "`Prefer: respond-async`, the resumed turn at once (`Turn`, with `Location`); also for "
+            "`Accept: application/json` when this replica shut down before the turn ended"
         ),
     },
     **problem_responses(406, 409),
@@ -112,6 +114,6 @@ async def _respond(
     if wants_async(prefer):
         return accepted(await turns.get(outcome.turn_id))
     if wants_json(representation):
-        return Response((await turns.finished(outcome.turn_id)).model_dump_json(), media_type="application/json")
+        return finished(await turns.finished(outcome.turn_id))
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(outcome.stream.follow(outcome.stream.first_seq - 1), ping_seconds=ping)

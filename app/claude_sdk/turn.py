@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -94,6 +95,8 @@ class SdkTurn:
         self.had_tools = False
         """Whether the latest model reply asked for tools (set when a run opens by finishing such a reply's batch)."""
         self.stop: tuple[EndStatus, dict[str, Any] | None] | None = None
+        self._asking: list[asyncio.Future[list[uuid.UUID]]] = []
+        """Approval requests being stored by a hook: the run ends only once each is (row and event)."""
         self.gate = ToolGate(surface, services.governance, self)
         self.max_tokens = int(run.snapshot["model"].get("max_tokens", 1024))
         self._hold: QuotaHold | None = None
@@ -131,7 +134,11 @@ class SdkTurn:
         if verdict.outcome == "requires_approval" and verdict.decision is not None:
             self.waiting.add(call.id)
             self.stop = ("interrupted", None)
-            await self.journal.request_approvals([ApprovalRequest(call, self.progress.loop_count, verdict.decision)])
+            asking = asyncio.ensure_future(
+                self.journal.request_approvals([ApprovalRequest(call, self.progress.loop_count, verdict.decision)])
+            )
+            self._asking.append(asking)
+            await asyncio.shield(asking)
             return verdict
         if verdict.outcome == "deny":
             self.denied.add(call.id)
@@ -193,6 +200,7 @@ class SdkTurn:
         try:
             async for progress in self._received(client):
                 yield progress
+            await self.approvals_stored()
         finally:  # a reserved call that never came (the turn stopped), or one cut short: what it cost
             self._settle_quota(self.mapper.call.input_tokens + self.mapper.call.output_tokens)
 
@@ -211,8 +219,16 @@ class SdkTurn:
                     await self._closed(client, call)
                     spans.close()
                 if isinstance(message, ResultMessage):
+                    await self.approvals_stored()
                     self._finish(message)
                 yield self.progress
+
+    async def approvals_stored(self) -> None:
+        """Wait for the approval requests a hook is storing: the stop they set may end the SDK turn
+        before the hook's write returns, and `turn.ended` must follow their `approval.required`."""
+        while self._asking:
+            await asyncio.gather(*self._asking, return_exceptions=True)
+            self._asking = [asking for asking in self._asking if not asking.done()]
 
     async def _event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "tool_call.completed":

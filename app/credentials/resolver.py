@@ -17,7 +17,7 @@ from typing import Any
 from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.sql import Row, Sql
 from app.credentials.sealing import associated_data
-from app.credentials.store import byok_only, credentials_named
+from app.credentials.store import tenant_keys
 from app.providers.base import ProviderError
 from app.providers.clients import Endpoint
 from app.secrets.box import SecretBox
@@ -52,19 +52,19 @@ class CredentialResolver:
     async def resolve(self, tenant_id: str, model: Mapping[str, Any]) -> Endpoint:
         provider = str(model["provider"])
         named = model.get("credential")
-        rows = await credentials_named(self._sql, tenant_id, named, provider)
+        keys = await tenant_keys(self._sql, tenant_id, named, provider)
         if named:
-            row = rows.get(named)
+            row = keys.by_name.get(named)
             if row is None:
                 raise not_configured(f"the credential {named!r} named by the agent does not exist")
             return await self._endpoint(row, tenant_id, provider)
-        row = rows.get(provider)
+        row = keys.by_name.get(provider)
         if row is not None:
             return await self._endpoint(row, tenant_id, provider)
         env = self._environment.get(provider, EnvironmentKey())
         if not env.api_key:
             raise not_configured(f"no {provider} key: store a credential named {provider!r} or set the environment")
-        if await byok_only(self._sql, tenant_id):
+        if keys.byok_only:
             raise not_configured(f"no {provider} credential, and this tenant uses only its own keys (byok_only)")
         return Endpoint(provider, env.api_key, env.base_url, source="environment")
 

@@ -1,28 +1,48 @@
-"""The reads a turn makes to find its provider key (hot-path statements, app/core/sql.py)."""
+"""The read a turn makes to find its provider key (a hot-path statement, app/core/sql.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, or_, select
+from dataclasses import dataclass
+
+from sqlalchemy import and_, bindparam, literal, or_, select
 
 from app.core.sql import Query, Row, Sql
 from app.models import Credential, CredentialSetting
 
-CREDENTIALS_BY_NAME = Query(
-    select(Credential.name, Credential.provider, Credential.base_url, Credential.key_id, Credential.sealed_key).where(
-        Credential.tenant_id == bindparam("tenant_id"),
-        or_(Credential.name == bindparam("named"), Credential.name == bindparam("fallback")),
+_BYOK_ONLY = select(CredentialSetting.byok_only).where(CredentialSetting.tenant_id == bindparam("tenant_id"))
+_ANCHOR = select(literal(1).label("one")).subquery("anchor")
+TENANT_KEYS = Query(
+    select(
+        Credential.name,
+        Credential.provider,
+        Credential.base_url,
+        Credential.key_id,
+        Credential.sealed_key,
+        _BYOK_ONLY.scalar_subquery().label("byok_only"),
+    ).select_from(
+        _ANCHOR.outerjoin(
+            Credential,
+            and_(
+                Credential.tenant_id == bindparam("tenant_id"),
+                or_(Credential.name == bindparam("named"), Credential.name == bindparam("fallback")),
+            ),
+        )
     )
 )
-BYOK_ONLY = Query(select(CredentialSetting.byok_only).where(CredentialSetting.tenant_id == bindparam("tenant_id")))
+"""The tenant's credentials called `named` or `fallback`, each with the tenant's `byok_only`; one row of
+NULL credential columns when it has neither (the outer join keeps the setting)."""
 
 
-async def credentials_named(sql: Sql, tenant_id: str, named: str | None, fallback: str) -> dict[str, Row]:
-    """The tenant's credentials called `named` or `fallback`, by name (one statement)."""
-    rows = await sql.fetch(
-        CREDENTIALS_BY_NAME, {"tenant_id": tenant_id, "named": named or fallback, "fallback": fallback}
+@dataclass(frozen=True, slots=True)
+class TenantKeys:
+    by_name: dict[str, Row]
+    byok_only: bool
+
+
+async def tenant_keys(sql: Sql, tenant_id: str, named: str | None, fallback: str) -> TenantKeys:
+    """The credentials a turn may use and whether the tenant allows only its own keys (one statement)."""
+    rows = await sql.fetch(TENANT_KEYS, {"tenant_id": tenant_id, "named": named or fallback, "fallback": fallback})
+    return TenantKeys(
+        by_name={str(row["name"]): row for row in rows if row["name"] is not None},
+        byok_only=any(bool(row["byok_only"]) for row in rows),
     )
-    return {str(row["name"]): row for row in rows}
-
-
-async def byok_only(sql: Sql, tenant_id: str) -> bool:
-    return bool(await sql.fetchval(BYOK_ONLY, {"tenant_id": tenant_id}))

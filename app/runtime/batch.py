@@ -11,6 +11,17 @@ conversation order), the settle as an `UPDATE … RETURNING`, the closing event 
 needs more event ids, the `UPDATE` that raises its turn's `seq_ceiling` (`CEILINGS`, see
 app/runtime/stream.py): the reservation costs no round trip of its own.
 
+The same statement fences each turn's rows by its run (`Fence`): a `fence` CTE reads the turns of
+the write that still name the writing runner, `FOR SHARE`, and every row of a turn is inserted only
+if its turn is in it. The share lock orders the write against a claim by another replica (an
+`UPDATE` of the same row): a claim that committed first is seen (the row is re-read and drops out),
+a later one waits for this write to commit and then reads what it stored. So a replica that lost a
+turn stores none of its late rows, and learns so from the write (`Written.taken`). Every `UPDATE` of
+`turns` in the statement (the settle, the ceilings) names the fence in its condition, so the lock is
+taken before the row changes (a row this statement already changed would drop out of the lock).
+Quota settlements are not fenced: the tokens were spent. SQLite serves one process, whose runs no
+other runner takes while it lives: its writes are not fenced.
+
 SQLite has no data-modifying CTEs; it writes the same rows in a transaction (`write_in_transaction`).
 """
 
@@ -29,6 +40,8 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
+    all_,
+    any_,
     bindparam,
     case,
     cast,
@@ -39,14 +52,17 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import Insert, Update
 
 from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
-from app.models import Turn, TurnEvent
+from app.models import ToolExecution, Turn, TurnEvent
 from app.runtime.notify import CHANNEL
 from app.runtime.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
 from app.runtime.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
@@ -60,6 +76,10 @@ CEILINGS = TURNS
 """A staged row on `turns` raises a running turn's `seq_ceiling` (`ceiling_row`); it inserts nothing."""
 CEILING_PREFIX = "c_"
 CEILING_COLUMNS = ("turn_id", "tenant_id", "runner_id", "seq_ceiling")
+LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
+KEEP_FIRST: dict[Table, str] = {LEDGER: "idempotency_key"}
+"""Tables whose staged row is skipped when a row with its key is already stored: a tool call's
+`dispatched` ledger row rides in the write that stores its request, and a re-send keeps the first row."""
 
 
 def ceiling_row(turn_id: uuid.UUID, tenant_id: str, runner_id: uuid.UUID | None, ceiling: int) -> dict[str, Any]:
@@ -68,11 +88,21 @@ def ceiling_row(turn_id: uuid.UUID, tenant_id: str, runner_id: uuid.UUID | None,
 
 
 @dataclass(frozen=True, slots=True)
+class Fence:
+    """A run's hold on its turn: the turn's rows are stored only while the turn names `runner_id`."""
+
+    turn_id: uuid.UUID
+    runner_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
 class Written:
     settled: bool
     """The write's settle moved the turn out of `running` (True too when it had no settle)."""
     raised: frozenset[uuid.UUID] = frozenset()
     """The turns whose `seq_ceiling` this write raised."""
+    taken: frozenset[uuid.UUID] = frozenset()
+    """Fenced turns another runner runs now: none of their rows were stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +129,18 @@ def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, A
     return inserts, merged(settlements) if settlements else [], ceilings
 
 
-def _raise_ceiling(turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any) -> Update:
+def _raise_ceiling(
+    turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None
+) -> Update:
     """Never lowers a ceiling, and never raises one for a run another runner took over (the fence)."""
+    owned = turns.c.runner_id == runner_id if fence is None else turns.c.id.in_(select(fence.c.id))
     return (
         update(turns)
         .where(
             turns.c.id == turn_id,
             turns.c.tenant_id == tenant_id,
             turns.c.status == "running",
-            or_(runner_id.is_(None), turns.c.runner_id == runner_id),
+            or_(runner_id.is_(None), owned),
         )
         .values(seq_ceiling=case((turns.c.seq_ceiling > ceiling, turns.c.seq_ceiling), else_=ceiling))
         .returning(turns.c.id)
@@ -118,12 +151,44 @@ def _prefixed(row: Mapping[str, Any]) -> dict[str, Any]:
     return {f"in_{c}": v for c, v in row.items()}
 
 
-def _ceilings_update() -> Update:
+def _ceilings_update(fence: Any) -> Update:
     """PostgreSQL: raise the ceilings of every turn in the write (one row each, from arrays)."""
     kinds: dict[str, Any] = {"turn_id": Uuid(), "tenant_id": String(), "runner_id": Uuid(), "seq_ceiling": Integer()}
     arrays: list[Any] = [bindparam(f"{CEILING_PREFIX}{c}", type_=ARRAY(kinds[c])) for c in CEILING_COLUMNS]
     rows = func.unnest(*arrays).table_valued(*CEILING_COLUMNS).render_derived()
-    return _raise_ceiling(bare(TURNS), rows.c.turn_id, rows.c.tenant_id, rows.c.runner_id, rows.c.seq_ceiling)
+    return _raise_ceiling(bare(TURNS), rows.c.turn_id, rows.c.tenant_id, rows.c.runner_id, rows.c.seq_ceiling, fence)
+
+
+_FENCE_TURNS = bindparam("fence_turns", type_=ARRAY(Uuid()))
+
+
+def _fence_cte() -> Any:
+    """The fenced turns of the write that still name their runner, share-locked (see the module).
+
+    `id = ANY(…)` keeps the lookup on the primary key whatever the plan (a join to the `unnest` of
+    the pairs alone was planned as a scan of `turns` on a small table)."""
+    turns = bare(TURNS)
+    runners = bindparam("fence_runners", type_=ARRAY(Uuid()))
+    pairs = func.unnest(_FENCE_TURNS, runners).table_valued("turn_id", "runner_id").render_derived()
+    return (
+        select(turns.c.id)
+        .where(
+            turns.c.id == any_(_FENCE_TURNS),
+            tuple_(turns.c.id, turns.c.runner_id).in_(select(pairs.c.turn_id, pairs.c.runner_id)),
+        )
+        .with_for_update(read=True, of=turns)
+        .cte("fence")
+    )
+
+
+def _taken(fence: Any) -> Any:
+    """The fenced turns of the write that are not in `fence`: another runner runs them."""
+    asked = func.unnest(_FENCE_TURNS).table_valued("turn_id").render_derived()
+    return select(func.array_agg(asked.c.turn_id)).where(asked.c.turn_id.not_in(select(fence.c.id))).scalar_subquery()
+
+
+def fence_params(fences: Sequence[Fence]) -> dict[str, Any]:
+    return {"fence_turns": [f.turn_id for f in fences], "fence_runners": [f.runner_id for f in fences]}
 
 
 CEILING_ONE = Query(
@@ -158,23 +223,50 @@ def _column_array(table: Table, column: str, rows: list[dict[str, Any]]) -> list
     return [row[column] for row in rows]
 
 
-def _unnest_insert(table: Table, columns: tuple[str, ...], prefix: str) -> Insert:
+def _unnest_insert(table: Table, columns: tuple[str, ...], prefix: str, fence: Any = None) -> Insert:
+    """The rows of one shape, in staged order; with `fence`, a row of a fenced turn only if its run still holds it."""
     target, as_text = bare(table), json_columns(table)
     arrays = [bindparam(f"{prefix}{c}", type_=ARRAY(Text() if c in as_text else target.c[c].type)) for c in columns]
     rows = func.unnest(*arrays).table_valued(*columns, with_ordinality="ordinality").render_derived()
     values = [cast(rows.c[c], target.c[c].type) if c in as_text else rows.c[c] for c in columns]
-    return insert(target).from_select(list(columns), select(*values).order_by(rows.c.ordinality))
+    kept = select(*values).order_by(rows.c.ordinality)
+    if fence is not None and "turn_id" in columns:
+        turn_id = rows.c.turn_id
+        kept = kept.where(or_(turn_id != all_(_FENCE_TURNS), turn_id.in_(select(fence.c.id))))
+    if table in KEEP_FIRST:
+        return (
+            pg_insert(target)
+            .from_select(list(columns), kept)
+            .on_conflict_do_nothing(index_elements=[KEEP_FIRST[table]])
+        )
+    return insert(target).from_select(list(columns), kept)
 
 
-def _settle_update(columns: tuple[str, ...]) -> Update:
+@lru_cache(maxsize=8)
+def _keep_first_query(table: Table, columns: tuple[str, ...]) -> Query:
+    """SQLite: insert a row unless its key is already stored."""
+    statement = sqlite_insert(bare(table)).values({c: bindparam(c) for c in columns})
+    return Query(statement.on_conflict_do_nothing(index_elements=[KEEP_FIRST[table]]))
+
+
+async def _insert_group(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> None:
+    if table not in KEEP_FIRST:
+        await insert_rows(sql, table, rows)
+        return
+    for row in rows:
+        await sql.execute(_keep_first_query(table, tuple(row)), row)
+
+
+def _settle_update(columns: tuple[str, ...], fence: Any = None) -> Update:
     turns = bare(TURNS)
     runner = bindparam("settle_runner", type_=Uuid())
+    owned = turns.c.runner_id == runner if fence is None else turns.c.id.in_(select(fence.c.id))
     return (
         update(turns)
         .where(
             turns.c.id == bindparam("settle_turn_id"),
             turns.c.status == "running",
-            or_(runner.is_(None), turns.c.runner_id == runner),
+            or_(runner.is_(None), owned),
         )
         .values({c: bindparam(f"s_{c}") for c in columns})
         .returning(turns.c.id)
@@ -200,28 +292,30 @@ def write_query(
     notify: bool,
     quota: bool = False,
     ceilings: bool = False,
+    fenced: bool = False,
 ) -> Query:
-    """The statement for one write of this shape; it returns how many turns it settled (0 or 1) and
-    the ids of the turns whose ceiling it raised.
+    """The statement for one write of this shape; it returns how many turns it settled (0 or 1),
+    the ids of the turns whose ceiling it raised, and (`fenced`) those another runner took.
 
     With `notify`, it also tells followers on other replicas which turns have new events (one NOTIFY
     per turn, sent at commit; see app/runtime/notify.py). A write may carry rows of many turns (the
     shared flush of app/runtime/stream.py), but at most one settle.
     """
-    ctes: list[Any] = []
+    fence = _fence_cte() if fenced else None
+    ctes: list[Any] = [] if fence is None else [fence]
     for i, (table, columns) in enumerate(shapes):
-        rows = _unnest_insert(table, columns, f"g{i}_")
+        rows = _unnest_insert(table, columns, f"g{i}_", fence)
         ctes += _with_outbox(rows, f"g{i}") if table is EVENTS else [rows.cte(f"g{i}")]
     if quota:
         ctes.append(settle_update(QUOTA_PREFIX).cte("quota"))
     raised_ids: Any = null()
     if ceilings:
-        raised = _ceilings_update().cte("raised")
+        raised = _ceilings_update(fence).cte("raised")
         ctes.append(raised)
         raised_ids = select(func.array_agg(raised.c.id)).scalar_subquery()
     settled_count: Any = literal(1)
     if settle_columns is not None:
-        settled = _settle_update(settle_columns).cte("settled")
+        settled = _settle_update(settle_columns, fence).cte("settled")
         if final is not None:
             table, columns = final
             target = bare(table)
@@ -230,7 +324,8 @@ def write_query(
             final_insert = insert(target).from_select(list(columns), only_if_settled)
             ctes += _with_outbox(final_insert, "final") if table is EVENTS else [final_insert.cte("final")]
         settled_count = select(func.count()).select_from(settled).scalar_subquery()
-    outcome = [settled_count.label("settled"), raised_ids.label("raised")]
+    taken: Any = null() if fence is None else _taken(fence)
+    outcome = [settled_count.label("settled"), raised_ids.label("raised"), taken.label("taken")]
     if not notify:
         return Query(select(*outcome).add_cte(*ctes))
     turn_ids = func.unnest(bindparam("notify_turn_ids", type_=ARRAY(Text()))).table_valued("turn_id").render_derived()
@@ -239,12 +334,15 @@ def write_query(
 
 
 async def write_in_one_statement(
-    sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None
+    sql: Sql, rows: Sequence[StagedRow], settle: Settle | None, final: StagedRow | None, fences: Sequence[Fence] = ()
 ) -> Written:
-    """PostgreSQL: write `rows`, settle, and `final` if it settled."""
+    """PostgreSQL: write `rows`, settle, and `final` if it settled; the rows of `fences`' turns only
+    while their runs hold them."""
     rows, settlements, ceilings = _split(rows)
     groups = grouped(rows)
     params: dict[str, Any] = settle_params(QUOTA_PREFIX, settlements) if settlements else {}
+    if fences:
+        params.update(fence_params(fences))
     if ceilings:
         params.update({f"{CEILING_PREFIX}{c}": [row[c] for row in ceilings] for c in CEILING_COLUMNS})
     events = [row for table, row in rows if table is EVENTS] + ([final[1]] if final is not None else [])
@@ -259,10 +357,13 @@ async def write_in_one_statement(
         if final is not None:
             final_shape = (final[0], tuple(final[1]))
             params.update({f"f_{c}": v for c, v in final[1].items()})
-    query = write_query(tuple(groups), settle_columns, final_shape, bool(events), bool(settlements), bool(ceilings))
+    query = write_query(
+        tuple(groups), settle_columns, final_shape, bool(events), bool(settlements), bool(ceilings), bool(fences)
+    )
     row = await sql.fetchrow(query, params)
     assert row is not None
-    return Written(settle is None or bool(row["settled"]), frozenset(row["raised"] or ()))
+    settled = settle is None or bool(row["settled"])
+    return Written(settled, frozenset(row["raised"] or ()), frozenset(row["taken"] or ()))
 
 
 async def write_in_transaction(
@@ -278,18 +379,23 @@ async def write_in_transaction(
         )
         written = [*rows, final] if settled and final is not None else rows
         for (table, _), group in grouped(written).items():
-            await insert_rows(tx, table, group)
+            await _insert_group(tx, table, group)
         await enqueue_in_transaction(tx, [row for table, row in written if table is EVENTS])
     return Written(settled, raised)
 
 
 async def write_rows(
-    sql: Sql, rows: list[StagedRow], settle: Settle | None = None, final: StagedRow | None = None
+    sql: Sql,
+    rows: list[StagedRow],
+    settle: Settle | None = None,
+    final: StagedRow | None = None,
+    fences: Sequence[Fence] = (),
 ) -> Written:
-    """One write of staged rows (of one turn or many), with an optional settle."""
+    """One write of staged rows (of one turn or many), with an optional settle; `fences`: the runs
+    whose turns' rows are stored only while they hold them (PostgreSQL, see the module)."""
     if sql.dialect == "postgresql":
-        return await write_in_one_statement(sql, rows, settle, final)
+        return await write_in_one_statement(sql, rows, settle, final, fences)
     if settle is None and len(rows) == 1 and rows[0][0] not in (EVENTS, QUOTA_LEDGER, CEILINGS):
-        await insert_rows(sql, rows[0][0], [rows[0][1]])
+        await _insert_group(sql, rows[0][0], [rows[0][1]])
         return Written(True)
     return await write_in_transaction(sql, rows, settle, final)

@@ -96,6 +96,7 @@ class RunnerLease:
         return self._postgresql
 
     async def start(self) -> None:
+        log.info("this process runs turns as runner %s", self.runner_id)  # which pod a `turns.runner_id` is
         try:
             await self.hold_lock()
             await self.heartbeat()

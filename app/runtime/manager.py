@@ -30,9 +30,9 @@ from app.runtime.notify import EventListener, request_cancel
 from app.runtime.queue import TurnQueue
 from app.runtime.quota import LedgerQuota, token_quota_of
 from app.runtime.recorder import TurnRecorder
-from app.runtime.runner import ABANDON, HAND_OVER, execute
+from app.runtime.runner import HAND_OVER, execute
 from app.runtime.store import TurnStore, end_unowned_turn
-from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import LocalTools, ToolBox
 
@@ -177,6 +177,7 @@ class TurnManager:
             name=f"turn-{turn_id}",
         )
         task.add_done_callback(lambda _: self._forget(turn_id))
+        stream.on_taken_over = lambda: _stop_taken(task)
         self._live[turn_id] = LiveTurn(stream, task)
         TURNS_STARTED.inc()
         LIVE_TURNS.set(len(self._live))
@@ -415,6 +416,13 @@ class TurnManager:
                 await self.start_next(tenant_id, session_id)
         except (OSError, SQLAlchemyError) as exc:
             log.warning("queued turns not started this sweep (%s)", type(exc).__name__)
+
+
+def _stop_taken(task: asyncio.Task[str]) -> None:
+    """A write found the run's turn claimed by another replica: the run stops where it is (a write
+    made by the run's own task raises that stop itself)."""
+    if asyncio.current_task() is not task:
+        task.cancel(msg=ABANDON)
 
 
 class UnavailableRuntime:

@@ -17,6 +17,7 @@ from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime import summary_store
+from app.runtime.batch import LEDGER
 from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent, UsageEvent
 from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.runtime.quota import QUOTA_LEDGER, settle_row
@@ -27,6 +28,7 @@ from app.runtime.store import (
     TurnStore,
     approval_row,
     decision_row,
+    ledger_row,
     message_row,
     usage_row,
 )
@@ -118,8 +120,8 @@ class TurnRecorder:
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
         """The call's request (the assistant message naming it) and a `dispatched` ledger row are
         stored before it leaves."""
+        self._stream.stage(LEDGER, ledger_row(self._ident, key=key, loop=loop, call=call, result=None))
         await self._stream.flush()
-        await self._store.ledger_dispatch(self._ident, key=key, loop=loop, call=call)
 
     async def ledger_dispatched(self, key: str) -> dict[str, Any] | None:
         return await self._store.ledger_dispatched(self._ident.tenant_id, key)

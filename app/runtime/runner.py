@@ -16,7 +16,7 @@ from app.models.base import utcnow
 from app.runtime.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
 from app.runtime.journal import CountsItsLoops, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store import TurnStore, release_turn, settle_turn
-from app.runtime.stream import TurnStream
+from app.runtime.stream import ABANDON, TurnStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -25,8 +25,6 @@ turn_log = get_logger("agent_runtime.turns")
 HAND_OVER = "hand_over"
 """The cancel message of a run stopped because its process stops (not a user's cancel): its turn is
 handed over to another replica, not settled."""
-ABANDON = "abandon"
-"""The cancel message of a run whose turn another replica took over (the fence): it writes nothing more."""
 STOPPED_EARLY: tuple[EndStatus, ...] = ("loop_limit", "budget_exceeded", "cancelled")
 """Outcomes whose final output falls back to the model's latest text."""
 

@@ -43,7 +43,7 @@ from app.runtime.admission import (
     slotted_turn_insert,
     with_tenant_admission,
 )
-from app.runtime.batch import Settle
+from app.runtime.batch import LEDGER, Settle
 from app.runtime.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
 from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.notify import notify_followers
@@ -55,7 +55,6 @@ DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
-LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 RUN_COLUMNS = ("input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps")
@@ -79,6 +78,7 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
 
 
 def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
+    """A ledger row: `dispatched` (no result yet) or `completed`."""
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "agent_id": ident.agent_id, "model": usage.model,
@@ -152,15 +152,6 @@ LEDGER_COLUMNS = (
     "arguments", "status", "result", "is_error", "created_at",
 )  # fmt: skip
 _DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
-LEDGER_DISPATCH = {
-    name: Query(
-        dialect_insert(bare(LEDGER))
-        .values({c: bindparam(c) for c in LEDGER_COLUMNS})
-        .on_conflict_do_nothing(index_elements=["idempotency_key"])
-    )
-    for name, dialect_insert in _DIALECT_INSERTS
-}
-"""A `dispatched` row, unless the key is already recorded (a re-send keeps the first row)."""
 LEDGER_PUT = {
     name: Query(
         (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
@@ -304,16 +295,11 @@ class TurnStore:
         row = await self.sql.fetchrow(LEDGER_DISPATCHED, {"tenant_id": tenant_id, "key": key})
         return None if row is None else dict(row["arguments"])
 
-    async def ledger_dispatch(self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall) -> None:
-        """Record that a call is leaving under `key` (stored before it returns)."""
-        values = _ledger_values(ident, key=key, loop=loop, call=call, result=None)
-        await self.sql.execute(LEDGER_DISPATCH[self.sql.dialect], values)
-
     async def ledger_put(
         self, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult
     ) -> ToolResult:
         """Record a call's outcome; if the key already holds a completed result, that result wins."""
-        values = _ledger_values(ident, key=key, loop=loop, call=call, result=result)
+        values = ledger_row(ident, key=key, loop=loop, call=call, result=result)
         if await self.sql.execute(LEDGER_PUT[self.sql.dialect], values):
             return result
         stored = await self.ledger_get(ident.tenant_id, key)
@@ -339,9 +325,10 @@ class TurnStore:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)
 
 
-def _ledger_values(
+def ledger_row(
     ident: TurnIdentity, *, key: str, loop: int, call: ToolCall, result: ToolResult | None
 ) -> dict[str, Any]:
+    """A ledger row: `dispatched` (no result yet) or `completed`."""
     return {
         "id": uuid.uuid4(), "tenant_id": ident.tenant_id, "session_id": ident.session_id,
         "turn_id": ident.turn_id, "idempotency_key": key, "loop": loop, "tool_call_id": call.id,

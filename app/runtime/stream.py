@@ -10,6 +10,10 @@ ceiling is raised `SEQ_BLOCK` ids at a time by the writes the turn makes anyway 
 in the flush's statement, app/runtime/batch.py), asked for half a block ahead; a stream that
 reaches its bound asks for a write at once. So if the process dies, a run that continues the turn
 numbers its events above the ceiling and no client ever sees one id for two different events.
+
+Every write is fenced by its run (`Fence`, app/runtime/batch.py): once another replica has claimed
+the turn (it took this one for dead), a write stores nothing of it and says so; the run then stops
+where it is (`TakenOver`), writing nothing more, and its followers are told to reconnect.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from sqlalchemy import Table
 from app.core.sql import Sql
 from app.core.sse import encode_frame, retry_frame
 from app.models.base import utcnow
-from app.runtime.batch import CEILINGS, EVENTS, Settle, StagedRow, Written, ceiling_row, write_rows
+from app.runtime.batch import CEILINGS, EVENTS, Fence, Settle, StagedRow, Written, ceiling_row, write_rows
 from app.runtime.events import EventBody, TurnEnded, stamp
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,14 @@ RECONNECT_MS = 1000
 """The `retry:` a follower of a handed-over run gets: another replica continues the turn at once."""
 SEQ_BLOCK = 512
 """Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
+ABANDON = "abandon"
+"""The cancel message of a run whose turn another replica took over (the fence): it writes nothing more."""
+
+
+def taken_over() -> asyncio.CancelledError:
+    """What a write of a run that lost its turn raises in its caller: a stop (`ABANDON`), which no
+    runtime mistakes for a failed step; the run then ends without settling (app/runtime/runner.py)."""
+    return asyncio.CancelledError(ABANDON)
 
 
 class BatchFlusher:
@@ -87,8 +99,9 @@ class BatchFlusher:
             rows = [row for _, batch in batches for row in batch]
             if not rows:
                 return
+            fences = [fence for writer, _ in batches if (fence := writer.fence) is not None]
             try:
-                written = await write_rows(self._sql, rows)
+                written = await write_rows(self._sql, rows, fences=fences)
             except Exception:
                 log.warning("shared flush failed; writing each turn's rows alone", exc_info=True)
                 for writer, batch in batches:
@@ -102,7 +115,7 @@ class BatchFlusher:
 
     async def _write_alone(self, writer: TurnWriter, batch: list[StagedRow]) -> None:
         try:
-            written = await write_rows(self._sql, batch)
+            written = await write_rows(self._sql, batch, fences=writer.fences)
         except Exception:
             log.exception("turn flush failed; retrying at the next flush")
             writer.put_back(batch)
@@ -126,7 +139,12 @@ class TurnWriter:
         self._rows: list[StagedRow] = []
         self.lock = asyncio.Lock()
         self.runner_id = runner_id
-        """The process whose run this is: a ceiling is only raised while the turn is still its own."""
+        """The process whose run this is: rows are stored (a ceiling raised) only while the turn is still its own."""
+        self.turn_id: uuid.UUID | None = None
+        """The turn whose rows these are (set by its `TurnStream`): with `runner_id`, the write's fence."""
+        self.taken_over = False
+        """A write found the turn claimed by another runner: nothing more is written."""
+        self.on_taken_over: Callable[[], None] | None = None
         self._ceiling: dict[str, Any] | None = None
         self._closed = False
         self._soon: asyncio.Task[None] | None = None
@@ -137,7 +155,18 @@ class TurnWriter:
     def writing(self) -> bool:
         return self.lock.locked()
 
+    @property
+    def fence(self) -> Fence | None:
+        return None if self.runner_id is None or self.turn_id is None else Fence(self.turn_id, self.runner_id)
+
+    @property
+    def fences(self) -> list[Fence]:
+        fence = self.fence
+        return [] if fence is None else [fence]
+
     def stage(self, table: Table, row: dict[str, Any]) -> None:
+        if self.taken_over:
+            return
         self._rows.append((table, row))
         self._flusher.want(self)
 
@@ -176,7 +205,11 @@ class TurnWriter:
             self._ceiling = ceilings[-1]
 
     def stored(self, rows: list[StagedRow], written: Written) -> None:
-        """After a write of `rows`: the highest seq that is now durable (stored, or below a raised ceiling)."""
+        """After a write of `rows`: the highest seq that is now durable (stored, or below a raised ceiling),
+        or, if the write found the turn taken by another runner, the run's stop."""
+        if self.turn_id is not None and self.turn_id in written.taken:
+            self._lost()
+            return
         if self.on_durable is None:
             return
         bound = max((row["seq"] for table, row in rows if table is EVENTS), default=0)
@@ -190,9 +223,11 @@ class TurnWriter:
         """Write everything staged so far, now.
 
         The write is shielded: a caller cancelled mid-commit must not leave the outcome unknown,
-        or the rows would be written twice.
+        or the rows would be written twice. A run that lost its turn gets its stop (`taken_over()`).
         """
         await asyncio.shield(self._locked_write(None))
+        if self.taken_over:
+            raise taken_over()
 
     async def close(self, settle: Settle | None = None, final: StagedRow | None = None) -> bool:
         """Stop batching and write the rest with `settle` atomically; `final` only if it settled.
@@ -214,18 +249,29 @@ class TurnWriter:
         self._ceiling = None
         self._rows.clear()
 
+    def _lost(self) -> None:
+        if self.taken_over:
+            return
+        log.warning("turn %s was claimed by another replica; its run here stops and stores nothing more", self.turn_id)
+        self.taken_over = True
+        self.abandon()
+        if self.on_taken_over is not None:
+            self.on_taken_over()
+
     async def _locked_write(self, settle: Settle | None, final: StagedRow | None = None) -> bool:
         async with self.lock:
+            if self.taken_over:
+                return False
             rows = self.take()
             if not rows and settle is None:
                 return True
             try:
-                written = await write_rows(self._sql, rows, settle, final)
+                written = await write_rows(self._sql, rows, settle, final, self.fences)
             except Exception:
                 self.put_back(rows)
                 raise
             self.stored(rows, written)
-            return written.settled
+            return written.settled and not self.taken_over
 
 
 class TurnStream:
@@ -252,6 +298,10 @@ class TurnStream:
         """The highest ceiling asked for so far."""
         self._hurried = False
         writer.on_durable = self._durable_to
+        writer.turn_id = turn_id
+        writer.on_taken_over = self._taken_over
+        self.on_taken_over: Callable[[], None] | None = None
+        """Told when a write found the turn claimed by another runner (the manager stops the run)."""
 
     @property
     def last_seq(self) -> int:
@@ -318,6 +368,11 @@ class TurnStream:
         """Stop where the run is, writing nothing more (another replica continues the turn)."""
         self._writer.abandon()
         self._stopped()
+
+    def _taken_over(self) -> None:
+        self._stopped()
+        if self.on_taken_over is not None:
+            self.on_taken_over()
 
     def _stopped(self) -> None:
         self.handed_over = True

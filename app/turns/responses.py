@@ -23,7 +23,10 @@ TURN_RESPONSES[200]["content"] = {
 
 ACCEPTED_RESPONSE: dict[int | str, dict[str, Any]] = {
     202: {
-        "description": "`Prefer: respond-async`: the turn as it is now; follow it at `Location`'s `/events`",
+        "description": (
+            "`Prefer: respond-async`, or `Accept: application/json` when this replica shut down before the "
+            "turn ended (another replica continues it): the turn as it is now; follow it at `Location`'s `/events`"
+        ),
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Turn"}}},
         "headers": {"Location": {"schema": {"type": "string"}, "description": "`/turns/{turn_id}`"}},
     }
@@ -40,10 +43,27 @@ def wants_async(prefer: str | None) -> bool:
     )
 
 
-def accepted(turn: Turn) -> Response:
-    """202 with the turn and where to find it: the client follows `/turns/{id}/events` or waits for a webhook."""
-    headers = {"Location": f"/turns/{turn.id}", "Preference-Applied": "respond-async"}
+def accepted(turn: Turn, *, preferred: bool = True) -> Response:
+    """202 with the turn and where to find it: the client follows `/turns/{id}/events` or waits for a
+    webhook. `preferred`: the client asked for it (`Prefer: respond-async`)."""
+    headers = {"Location": f"/turns/{turn.id}"}
+    if preferred:
+        headers["Preference-Applied"] = "respond-async"
     return Response(turn.model_dump_json(), status_code=202, media_type="application/json", headers=headers)
+
+
+UNFINISHED = ("running", "queued")
+"""A turn in these has no outcome yet (`interrupted` has one: it waits for a human's decision)."""
+
+
+def finished(turn: Turn) -> Response:
+    """`Accept: application/json`: 200 with the turn its run here ended, or 202 (as `accepted`) if the
+    run stopped before the turn ended — this replica shut down and handed the turn over (or another
+    replica took it): it goes on elsewhere, and a 200 with a `running` turn would read as an answer."""
+    if turn.status in UNFINISHED:
+        return accepted(turn, preferred=False)
+    return Response(turn.model_dump_json(), media_type="application/json")
+
 
 
 TURN_MEDIA_TYPES = (SSE_MEDIA_TYPE, "application/json")

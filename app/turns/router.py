@@ -23,6 +23,7 @@ from app.turns.responses import (
     TurnRepresentation,
     TurnServiceDep,
     accepted,
+    finished,
     wants_async,
     wants_json,
 )
@@ -48,12 +49,13 @@ async def create_turn(
     prefer: PreferHeader = None,
 ) -> Response:
     """Run one turn. Streams its events (default), answers the finished turn for `Accept: application/json`,
-    or the started turn at once (202) for `Prefer: respond-async`."""
+    or the started turn at once (202) for `Prefer: respond-async` — and, without the `Prefer`, when this
+    replica shuts down before the turn ends (another replica continues it)."""
     turn_id, stream = await service.start(session_id, body)
     if wants_async(prefer):
         return accepted(await service.get(turn_id))
     if wants_json(representation):
-        return Response((await service.finished(turn_id)).model_dump_json(), media_type="application/json")
+        return finished(await service.finished(turn_id))
     ping = service.container.settings.http.sse_ping_seconds
     return event_stream_response(stream.follow(0), ping_seconds=ping)
 

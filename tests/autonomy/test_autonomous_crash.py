@@ -21,33 +21,21 @@ from tests.runtime.test_continuation import (
     after_drop_rule,
     assert_gapless,
     calls_by_title,
+    continued_on,
     die,
     first,
     frames_until,
     gateway,
     hold,
-    manager_of,
     mcp,
     quiet_shared_app,
-    replay,
     second,
     session_with,
 )
-from tests.sse import Frame, iter_frames
-from tests.turns.support import POLL_TIMEOUT_SECONDS, wait_for_status
+from tests.sse import iter_frames
+from tests.turns.support import POLL_TIMEOUT_SECONDS
 
 __all__ = ["first", "gateway", "hold", "mcp", "quiet_shared_app", "second"]
-
-
-async def _continued_on(
-    replica: tuple[FastAPI, httpx.AsyncClient], headers: dict[str, str], turn_id: str
-) -> tuple[dict[str, Any], list[Frame]]:
-    """`replica` finds the dead replica's turn and continues it: the turn once ended, and its replay as a
-    client keeps it after the drop rule."""
-    app, client = replica
-    assert await manager_of(app).recover() == 1
-    turn = await wait_for_status(client, headers, turn_id)
-    return turn, after_drop_rule(await replay(client, headers, turn_id))
 
 
 def _file(title: str) -> dict[str, Any]:
@@ -79,7 +67,8 @@ async def test_a_crash_inside_step_two_continues_that_step_and_files_no_issue_tw
         await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)  # step 2's call left; no outcome comes
         await die(first_app, sql)
     hold.reset(None)
-    turn, kept = await _continued_on(second, alice, turn_id)
+    turn, frames = await continued_on(*second, alice, turn_id)
+    kept = after_drop_rule(frames)
 
     assert (turn["status"], turn["final_output"]) == ("completed", "filed one and two")
     calls = calls_by_title(gateway)
@@ -118,7 +107,8 @@ async def test_a_crash_while_the_plan_streams_plans_again(
     async with first_client.stream("POST", f"/sessions/{session}/turns", json=body, headers=alice) as response:
         seen = await frames_until(iter_frames(response), "message.delta")
         await die(first_app, sql)
-    turn, kept = await _continued_on(second, alice, seen[0].data["turn_id"])
+    turn, frames = await continued_on(*second, alice, seen[0].data["turn_id"])
+    kept = after_drop_rule(frames)
 
     assert (turn["status"], turn["final_output"]) == ("completed", "all done")
     assert_gapless(kept)

@@ -1,10 +1,11 @@
-"""A running Claude SDK turn whose replica dies continues where Claude Code's transcript is (app/claude_sdk/opening.py).
+"""A running Claude SDK turn whose replica dies or drains continues where Claude Code's transcript is
+(app/claude_sdk/opening.py).
 
 Two app instances on one PostgreSQL: the first dies the way the engine's continuation tests make it
 die (`die`: nothing more written, no heartbeat, its lock connection gone), and its Claude Code
-process goes with it; the second continues the turn. Sharing the first's `DATA_DIR` it is the same
-replica restarted (or a replica on a shared folder): it has the transcript and continues; with a
-`DATA_DIR` of its own it has not, and the turn fails `server_restarted`.
+process goes with it — or it drains and hands the turn over; the second continues the turn. Sharing
+the first's `DATA_DIR` it is the same replica restarted (or a replica on a shared folder): it has the
+transcript and continues; with a `DATA_DIR` of its own it has not, and the turn fails `server_restarted`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ from tests.claude_sdk.conftest import sdk_settings_for
 from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
 from tests.claude_sdk.service import new_session, of, turn
 from tests.conftest import running_app
-from tests.idempotent_gateway import IdempotentGateway, serve_idempotent_gateway, wait_reached
-from tests.runtime.test_continuation import after_drop_rule, assert_gapless, die, manager_of, quiet_shared_app, replay
-from tests.sse import Frame
-from tests.turns.support import POLL_TIMEOUT_SECONDS, wait_for_status
+from tests.idempotent_gateway import IdempotentGateway, fresh, serve_idempotent_gateway, wait_reached
+from tests.runtime.test_continuation import (
+    after_drop_rule,
+    assert_gapless,
+    continued_on,
+    die,
+    manager_of,
+    quiet_shared_app,
+)
+from tests.turns.support import POLL_TIMEOUT_SECONDS
 
 __all__ = ["quiet_shared_app"]
 
@@ -45,11 +52,8 @@ def idempotent() -> Iterator[IdempotentGateway]:
 
 @pytest.fixture
 def gateway(idempotent: IdempotentGateway) -> Iterator[IdempotentGateway]:
-    idempotent.effects.reset()
-    try:
-        yield idempotent
-    finally:
-        idempotent.effects.reset()
+    with fresh(idempotent) as served:
+        yield served
 
 
 @contextlib.asynccontextmanager
@@ -58,25 +62,19 @@ async def replica(settings: Settings) -> AsyncIterator[tuple[FastAPI, httpx.Asyn
         yield pair
 
 
-async def crash_while(
-    app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], sql: AsyncEngine, running: asyncio.Task[Any],
-    session_id: str,
-) -> str:  # fmt: skip
-    """Kill the replica mid-turn (its Claude Code process too); the turn's id."""
+async def running_turn(client: httpx.AsyncClient, headers: dict[str, str], session_id: str) -> str:
     listed = (await client.get(f"/sessions/{session_id}/turns", headers=headers)).json()["items"]
     (active,) = [t for t in listed if t["status"] == "running"]
+    return str(active["id"])
+
+
+async def crash(app: FastAPI, sql: AsyncEngine, running: asyncio.Task[Any]) -> None:
+    """Kill the replica mid-turn (its Claude Code process too); its client's request goes with it."""
     await die(app, sql)
     await app.state.container.claude_sdk.pool.close_all()
     running.cancel()
     with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
         await running
-    return str(active["id"])
-
-
-async def continued(app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> list[Frame]:
-    assert await manager_of(app).recover() == 1
-    await wait_for_status(client, headers, turn_id)
-    return await replay(client, headers, turn_id)
 
 
 async def sent_calls(gateway: IdempotentGateway, count: int) -> None:
@@ -89,11 +87,13 @@ def loop_messages(anthropic: MockAnthropic) -> str:
     return json.dumps(anthropic.loop_requests()[-1]["messages"])
 
 
-async def test_a_model_call_cut_by_the_crash_is_made_again_from_the_entry_before_its_prompt(
+@pytest.mark.parametrize("stop", ["crash", "drain"])
+async def test_a_model_call_cut_by_its_replicas_stop_is_made_again_from_the_entry_before_its_prompt(
     database_url: str, tmp_path: Path, anthropic: MockAnthropic, alice: dict[str, str], sql: AsyncEngine,
-    quiet_shared_app: None,
+    quiet_shared_app: None, stop: str,
 ) -> None:  # fmt: skip
-    held = Step(text="an answer the crash cuts short", hold=asyncio.Event())
+    """A crash (`replica_lost`), or a drain that hands the turn over (`shutdown`): the same continuation."""
+    held = Step(text="an answer the stop cuts short", hold=asyncio.Event())
     anthropic.play(Step(text="I will remember teapot"), held, Step(text="it was teapot"))
     settings = sdk_settings_for(database_url, tmp_path / "data", anthropic)
     async with replica(settings) as (first_app, first), replica(settings) as (second_app, second):
@@ -101,16 +101,22 @@ async def test_a_model_call_cut_by_the_crash_is_made_again_from_the_entry_before
         await turn(first, alice, session_id, "remember the word teapot")
         running = asyncio.create_task(turn(first, alice, session_id, "which word?"))
         await asyncio.wait_for(held.holding.wait(), POLL_TIMEOUT_SECONDS)
-        turn_id = await crash_while(first_app, first, alice, sql, running, session_id)
+        turn_id = await running_turn(first, alice, session_id)
+        if stop == "crash":
+            await crash(first_app, sql, running)
+        else:
+            assert await manager_of(first_app).drain(0.1) == 1
+            handed_over = await running
+            assert "turn.ended" not in [f.event for f in handed_over], "a drained run hands its turn over"
         assert held.hold is not None
         held.hold.set()
 
-        frames = await continued(second_app, second, alice, turn_id)
+        _, frames = await continued_on(second_app, second, alice, turn_id)
 
     kept = after_drop_rule(frames)
     assert_gapless(kept)
     (resumed,) = of(kept, "turn.resumed")
-    assert (resumed["reason"], resumed["from_loop"]) == ("replica_lost", 0)
+    assert (resumed["reason"], resumed["from_loop"]) == ("replica_lost" if stop == "crash" else "shutdown", 0)
     ended = kept[-1]
     assert (ended.event, ended.data["status"], ended.data["final_output"]) == (
         "turn.ended",
@@ -121,7 +127,7 @@ async def test_a_model_call_cut_by_the_crash_is_made_again_from_the_entry_before
     sent = loop_messages(anthropic)
     assert sent.count("which word?") == 1, "the prompt is made again, not added a second time"
     assert sent.count("remember the word teapot") == 1
-    assert "the crash cuts" not in sent
+    assert "the stop cuts" not in sent
 
 
 async def test_a_tool_batch_cut_by_the_crash_is_finished_without_a_second_effect(
@@ -139,13 +145,14 @@ async def test_a_tool_batch_cut_by_the_crash_is_finished_without_a_second_effect
         session_id = await new_session(first, alice, tools=["mcp:github"], policies=[], context={"team_unit": TEAM})
         running = asyncio.create_task(turn(first, alice, session_id, "file three issues"))
         await wait_reached(held, POLL_TIMEOUT_SECONDS)
-        turn_id = await crash_while(first_app, first, alice, sql, running, session_id)
+        turn_id = await running_turn(first, alice, session_id)
+        await crash(first_app, sql, running)
         anthropic.play(Step(text="filed them"))
-        recovery = asyncio.create_task(continued(second_app, second, alice, turn_id))
+        recovery = asyncio.create_task(continued_on(second_app, second, alice, turn_id))
         await sent_calls(gateway, 3)  # "one", "two", and "two" again: it was out when the replica died
         gateway.effects.release("two")
 
-        frames = await recovery
+        _, frames = await recovery
 
     kept = after_drop_rule(frames)
     assert_gapless(kept)
@@ -180,14 +187,16 @@ async def test_a_replica_without_the_transcript_fails_the_turn_server_restarted(
         await turn(first, alice, session_id, "hi")
         running = asyncio.create_task(turn(first, alice, session_id, "and now?"))
         await asyncio.wait_for(held.holding.wait(), POLL_TIMEOUT_SECONDS)
-        turn_id = await crash_while(first_app, first, alice, sql, running, session_id)
+        turn_id = await running_turn(first, alice, session_id)
+        await crash(first_app, sql, running)
         assert held.hold is not None
         held.hold.set()
 
-        frames = await continued(second_app, second, alice, turn_id)
+        _, frames = await continued_on(second_app, second, alice, turn_id)
 
     ended = frames[-1]
     assert (ended.event, ended.data["status"]) == ("turn.ended", "failed")
     assert ended.data["error"]["code"] == "server_restarted"
     assert "transcript" in ended.data["error"]["message"]
     assert len(anthropic.loop_requests()) == 2, "no model call is made where the conversation is not"
+

@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,6 +26,9 @@ from tests.claude_sdk.service import new_session, of, session_after_one_turn, tu
 from tests.conftest import running_app
 from tests.sse import read_turn
 from tests.turns.support import wait_for_stored_event
+
+APPROVAL_WRITE_SECONDS = 0.3
+TURN_TIMEOUT_SECONDS = 60.0
 
 
 async def test_a_text_turn_streams_stores_and_replays(
@@ -139,6 +144,40 @@ async def test_an_approval_resumes_the_sdk_session_at_the_call_after_a_restart(
     (result,) = [b for b in answered["content"] if b.get("type") == "tool_result"]
     assert result["tool_use_id"] == required["tool_call_id"]
     assert str(result["content"]).startswith("42")
+
+
+async def test_an_approval_asked_by_a_hook_claude_code_cancels_is_still_stored_before_the_turns_end(
+    sdk_app: tuple[FastAPI, httpx.AsyncClient],
+    alice: dict[str, str],
+    anthropic: MockAnthropic,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hook that asks for a human sets the turn's stop, and the stop interrupts Claude Code, which
+    cancels the hook still in flight (`control_cancel_request`). The approval it was storing is stored
+    anyway, and the run ends only after it: row, `approval.required`, then `turn.ended`."""
+    app, api = sdk_app
+    pool: ClientPool = app.state.container.claude_sdk.pool
+    store = app.state.container.turns.store
+    stored = store.create_approvals
+    sessions: list[str] = []
+
+    async def interrupted_meanwhile(rows: Any) -> None:
+        await pool.get(uuid.UUID(sessions[0])).client.sdk.interrupt()  # as the stop does when the reply closes
+        await asyncio.sleep(APPROVAL_WRITE_SECONDS)
+        await stored(rows)
+
+    monkeypatch.setattr(store, "create_approvals", interrupted_meanwhile)
+    session_id = await new_session(api, alice)
+    sessions.append(session_id)
+    anthropic.play(Step(text="Let me compute.", tool_calls=[("mcp__agent__calculator", {"expression": "6*7"})]))
+
+    async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
+        frames = await turn(api, alice, session_id, "what is six times seven?")
+
+    assert [f.event for f in frames][-2:] == ["approval.required", "turn.ended"], " ".join(f.event for f in frames)
+    assert frames[-1].data["status"] == "interrupted"
+    (required,) = of(frames, "approval.required")
+    assert (await api.get(f"/approvals/{required['approval_id']}", headers=alice)).json()["status"] == "pending"
 
 
 async def test_cancel_interrupts_claude_code_and_the_session_goes_on(

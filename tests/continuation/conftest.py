@@ -13,11 +13,11 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.db import create_engine
 from tests.conftest import TEST_SECRET, migrated_database
 from tests.continuation.replicas import ReplicaPool
 from tests.continuation.support import TEAM
-from tests.idempotent_gateway import IdempotentGateway, serve_idempotent_gateway
+from tests.engines import direct_engine
+from tests.idempotent_gateway import IdempotentGateway, fresh, serve_idempotent_gateway
 from tests.live_server import LiveServer, spawn_server
 
 GRACE_SECONDS = 4
@@ -33,11 +33,8 @@ def replica_database_url() -> Iterator[str]:
 
 @pytest.fixture(scope="package")
 async def replica_sql(replica_database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(replica_database_url, pool_size=2, max_overflow=2)
-    try:
+    async with direct_engine(replica_database_url) as engine:
         yield engine
-    finally:
-        await engine.dispose()
 
 
 @pytest.fixture(scope="package")
@@ -48,9 +45,8 @@ def recording_gateway() -> Iterator[IdempotentGateway]:
 
 @pytest.fixture
 def gateway(recording_gateway: IdempotentGateway) -> Iterator[IdempotentGateway]:
-    recording_gateway.effects.reset()
-    yield recording_gateway
-    recording_gateway.effects.reset()
+    with fresh(recording_gateway) as served:
+        yield served
 
 
 @pytest.fixture(scope="package")

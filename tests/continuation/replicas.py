@@ -28,6 +28,20 @@ class ReplicaPool:
         taken.wait_ready()
         return taken
 
+    def running(self, runner_id: str) -> LiveServer:
+        """The live replica that runs turns as `runner_id` (each says so in its log when it starts)."""
+        (server,) = [s for s in self._started if s.alive() and f"runs turns as runner {runner_id}" in s.log()]
+        return server
+
+    def kill(self, server: LiveServer) -> None:
+        """SIGKILL any replica (a live spare sweeps and continues turns too): a killed spare is replaced,
+        and if the survivor is killed, the spare survives from now on."""
+        server.kill()
+        if server is self._spare:
+            self._spare = self._start()
+        elif server is self.survivor:
+            self.survivor = self.take()
+
     def close(self) -> None:
         for server in self._started:
             server.terminate()

@@ -1,5 +1,6 @@
 """What the crash and drain tests share: agents that call the recording gateway, a client that follows a
-turn in the background (and notices its replica die), the client's drop rule, and bounded waits.
+turn in the background (and notices its replica die), killing a replica at a chosen point, the
+client's drop rule, and bounded waits.
 
 Every wait here is a safety net for a loaded machine, never a measure of speed: a test fails when a
 condition is not reached at all, not when it is reached slowly.
@@ -11,6 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -20,10 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.drop_rule import withdrawn
 from app.tools.ledger_keys import idempotency_key
 from tests.factories import create_agent, create_session, scripted_config
-from tests.idempotent_gateway import TOOL
+from tests.idempotent_gateway import TOOL, IdempotentGateway, wait_reached
+from tests.live_server import LiveServer
 from tests.sse import Frame, iter_blocks, parse, retry_hints
 
 TEAM = "eng"
+FIRST_BATCH = 0
+"""The loop of a turn's first tool batch (in its calls' idempotency keys)."""
 WAIT_SECONDS = 60.0
 """How long a condition may take on a loaded 2-core machine (a dead replica is noticed within 10 s)."""
 POLL_SECONDS = 0.05
@@ -129,6 +134,76 @@ def reconnect(client: httpx.AsyncClient, headers: dict[str, str], before: Follow
     """Follow the turn on another replica from the last event the client saw (`Last-Event-ID`)."""
     url = f"/turns/{before.turn_id}/events"
     return Follower(client, "GET", url, headers={**headers, "Last-Event-ID": str(before.last_id)})
+
+
+def start_turn(client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any]) -> Follower:
+    return Follower(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers)
+
+
+async def until_unready(client: httpx.AsyncClient) -> None:
+    """Until the replica says it drains (`/readyz` 503)."""
+    async with asyncio.timeout(WAIT_SECONDS):
+        while (await client.get("/readyz")).status_code == 200:
+            await asyncio.sleep(POLL_SECONDS)
+
+
+@dataclass
+class Out:
+    """A call the gateway holds: its title, its idempotency key."""
+
+    gateway: IdempotentGateway
+    title: str
+    key: str
+
+    def __post_init__(self) -> None:
+        self.hold = self.gateway.effects.hold(self.title)
+
+
+async def kill(replica: LiveServer, follower: Follower) -> None:
+    """SIGKILL the replica the client follows (once the client has seen an event: it reconnects from
+    there); its stream breaks without a `turn.ended`."""
+    await follower.until(lambda f: bool(f.frames), "a first event")
+    replica.kill()
+    await follower.ended()
+    assert follower.broken, "the killed replica's stream must break, not end"
+    assert not follower.of("turn.ended")
+
+
+async def kill_and_reconnect(
+    replica: LiveServer, follower: Follower, survivor: httpx.AsyncClient, headers: dict[str, str]
+) -> Follower:
+    """Kill the replica the client follows; the client reconnects to `survivor`: its stream, to its end."""
+    await kill(replica, follower)
+    return await reconnect(survivor, headers, follower).ended()
+
+
+async def kill_while_out(
+    replica: LiveServer, follower: Follower, survivor: httpx.AsyncClient, headers: dict[str, str], out: Out
+) -> Follower:
+    """Kill the replica while `out`'s call is held at the gateway; the survivor must re-send it under
+    its key (the test then lets it through). The survivor's stream, to its end."""
+    await wait_reached(out.hold, timeout=WAIT_SECONDS)
+    await kill(replica, follower)
+    rest = reconnect(survivor, headers, follower)
+    await wait_for(lambda: out.gateway.effects.sent(out.key) == 2, "the survivor re-sending the call that was out")
+    out.gateway.effects.release(out.title)
+    return await rest.ended()
+
+
+def resumed_on_b(before: Follower, after: Follower) -> dict[str, Any]:
+    """The continuation's announcement: the first event B sends after what the client saw."""
+    assert not after.broken
+    assert after.frames, "B sent nothing"
+    first = after.frames[0]
+    assert first.event == "turn.resumed", [f.event for f in after.frames[:5]]
+    assert first.data["reason"] == "replica_lost"
+    assert first.id > before.last_id, "ids are never reused"
+    assert first.data["last_durable_seq"] <= before.last_id
+    return first.data
+
+
+def results(frames: list[Frame]) -> dict[str, str]:
+    return {f.data["tool_call_id"]: f.data["result"] for f in frames if f.event == "tool_call.completed"}
 
 
 async def replay(client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> list[Frame]:

@@ -6,9 +6,6 @@ followers' streams with a `retry:` hint instead of a `turn.ended`. No turn fails
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import httpx
 import pytest
 
@@ -21,6 +18,8 @@ from tests.continuation.support import (
     one_ending,
     reconnect,
     replay,
+    start_turn,
+    until_unready,
 )
 from tests.live_server import LiveServer
 from tests.turns.support import get_turn, slow_session
@@ -31,16 +30,6 @@ SHORT = " ".join(f"short{i}" for i in range(10))
 LONG = " ".join(f"long{i}" for i in range(80))
 DELAY_MS = 150
 """10 words at 150 ms end well inside the grace (conftest.GRACE_SECONDS); 80 words (12 s) outlast it."""
-
-
-def start_turn(client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any]) -> Follower:
-    return Follower(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers)
-
-
-async def until_unready(client: httpx.AsyncClient) -> None:
-    async with asyncio.timeout(WAIT_SECONDS):
-        while (await client.get("/readyz")).status_code == 200:
-            await asyncio.sleep(0.05)
 
 
 async def test_a_drained_replica_finishes_what_it_can_and_hands_the_rest_to_the_other(

@@ -3,22 +3,22 @@ reason `replica_lost`), no tool effect happens twice, and the client that reconn
 `Last-Event-ID` sees, after its drop rule, the stream a run without the crash would have shown.
 
 Two real `agent-runtime serve` processes share a PostgreSQL database; the turn starts on A, the kill
-lands at a chosen point (text streaming, a tool call out at the recording gateway, its outcome
-stored, an approved call running), and the client follows the rest on B.
+lands at a chosen point (text streaming, a tool call out at the recording gateway — also while A
+drains, before its hand-over —, its outcome stored, an approved call running), and the client
+follows the rest on B.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.continuation.support import (
+    FIRST_BATCH,
     WAIT_SECONDS,
     Follower,
+    Out,
     assert_gapless,
     batch,
     comparable,
@@ -26,12 +26,16 @@ from tests.continuation.support import (
     drop_rule,
     gateway_session,
     key_of,
+    kill_and_reconnect,
+    kill_while_out,
     ledger_outcome_stored,
     one_ending,
-    reconnect,
     replay,
+    results,
+    resumed_on_b,
+    start_turn,
     tool_result_stored,
-    wait_for,
+    until_unready,
 )
 from tests.idempotent_gateway import IdempotentGateway, wait_reached
 from tests.live_server import LiveServer
@@ -43,7 +47,6 @@ pytestmark = pytest.mark.timeout(180)
 WORDS = " ".join(f"word{i}" for i in range(40))
 DELAY_MS = 100
 """40 words at 100 ms: a model call still streaming when the kill lands after a few deltas."""
-FIRST_BATCH = 0
 NEEDS_A_HUMAN = {
     "id": "issues-need-a-human",
     "point": "tool",
@@ -51,61 +54,6 @@ NEEDS_A_HUMAN = {
     "verdict": "requires_approval",
     "reason": "opening issues needs a human",
 }
-
-
-@dataclass
-class Out:
-    """A call the gateway holds: its title, its idempotency key."""
-
-    gateway: IdempotentGateway
-    title: str
-    key: str
-
-    def __post_init__(self) -> None:
-        self.hold = self.gateway.effects.hold(self.title)
-
-
-def start_turn(client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any]) -> Follower:
-    return Follower(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers)
-
-
-async def kill(replica: LiveServer, follower: Follower) -> None:
-    """SIGKILL the replica the client follows (once the client has seen an event: it reconnects from
-    there); its stream breaks without a `turn.ended`."""
-    await follower.until(lambda f: bool(f.frames), "a first event")
-    replica.kill()
-    await follower.ended()
-    assert follower.broken, "the killed replica's stream must break, not end"
-    assert not follower.of("turn.ended")
-
-
-async def kill_while_out(
-    replica: LiveServer, follower: Follower, survivor: httpx.AsyncClient, headers: dict[str, str], out: Out
-) -> Follower:
-    """Kill the replica while `out`'s call is held at the gateway; the survivor must re-send it under
-    its key (the test then lets it through). The survivor's stream, to its end."""
-    await wait_reached(out.hold, timeout=WAIT_SECONDS)
-    await kill(replica, follower)
-    rest = reconnect(survivor, headers, follower)
-    await wait_for(lambda: out.gateway.effects.sent(out.key) == 2, "the survivor re-sending the call that was out")
-    out.gateway.effects.release(out.title)
-    return await rest.ended()
-
-
-def resumed_on_b(before: Follower, after: Follower) -> dict[str, Any]:
-    """The continuation's announcement: the first event B sends after what the client saw."""
-    assert not after.broken
-    assert after.frames, "B sent nothing"
-    first = after.frames[0]
-    assert first.event == "turn.resumed", [f.event for f in after.frames[:5]]
-    assert first.data["reason"] == "replica_lost"
-    assert first.id > before.last_id, "ids are never reused"
-    assert first.data["last_durable_seq"] <= before.last_id
-    return first.data
-
-
-def results(frames: list[Frame]) -> dict[str, str]:
-    return {f.data["tool_call_id"]: f.data["result"] for f in frames if f.event == "tool_call.completed"}
 
 
 async def test_a_replica_killed_while_the_model_streams_hands_the_turn_to_the_other(
@@ -116,8 +64,7 @@ async def test_a_replica_killed_while_the_model_streams_hands_the_turn_to_the_ot
     follower = start_turn(on_a, alice, session)
     await follower.until(deltas(3), "text streaming on A")
 
-    await kill(a, follower)
-    rest = await reconnect(on_b, alice, follower).ended()
+    rest = await kill_and_reconnect(a, follower, on_b, alice)
 
     resumed = resumed_on_b(follower, rest)
     assert resumed["from_loop"] == 0
@@ -126,8 +73,13 @@ async def test_a_replica_killed_while_the_model_streams_hands_the_turn_to_the_ot
     assert (await get_turn(on_b, alice, follower.turn_id))["status"] == "completed"
 
 
+@pytest.mark.parametrize("draining", [False, True], ids=["running", "draining before its hand-over"])
 async def test_a_call_not_yet_sent_when_its_replica_dies_is_sent_once_by_the_other(
-    replicas: list[LiveServer], clients: list[httpx.AsyncClient], alice: dict[str, str], gateway: IdempotentGateway
+    replicas: list[LiveServer],
+    clients: list[httpx.AsyncClient],
+    alice: dict[str, str],
+    gateway: IdempotentGateway,
+    draining: bool,
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("held", "later"), {"text": "both filed"})
@@ -136,11 +88,15 @@ async def test_a_call_not_yet_sent_when_its_replica_dies_is_sent_once_by_the_oth
     follower = start_turn(on_a, alice, session)
     await wait_reached(held.hold, timeout=WAIT_SECONDS)
     assert gateway.effects.sent(later_key) == 0, "A sends the batch in order: the second call waits"
+    if draining:
+        a.terminate()
+        await until_unready(on_a)  # its grace runs (the held call keeps the turn going): nothing handed over yet
 
     rest = await kill_while_out(a, follower, on_b, alice, held)
 
     assert gateway.effects.sent(later_key) == 1
-    resumed_on_b(follower, rest)
+    resumed_on_b(follower, rest)  # `replica_lost`: a hand-over cut short by the kill left nothing behind
+    assert_gapless(await replay(on_b, alice, follower.turn_id))
     view = drop_rule(follower.frames + rest.frames)
     assert one_ending(view)["status"] == "completed"
     assert gateway.effects.per_key() == {held.key: 1, later_key: 1}
@@ -182,8 +138,7 @@ async def test_a_replica_killed_after_a_tool_outcome_is_stored_never_sends_that_
     await ledger_outcome_stored(replica_sql, key)
     await tool_result_stored(replica_sql, session, "call_0_0")
 
-    await kill(a, follower)
-    rest = await reconnect(on_b, alice, follower).ended()
+    rest = await kill_and_reconnect(a, follower, on_b, alice)
 
     resumed = resumed_on_b(follower, rest)
     assert resumed["from_loop"] == 1
@@ -218,8 +173,7 @@ async def test_a_replica_killed_while_resuming_an_approval_is_continued_without_
         rest = await kill_while_out(a, follower, on_b, alice, out)
     else:
         await ledger_outcome_stored(replica_sql, key)
-        await kill(a, follower)
-        rest = await reconnect(on_b, alice, follower).ended()
+        rest = await kill_and_reconnect(a, follower, on_b, alice)
 
     resumed_on_b(follower, rest)
     ended = one_ending(drop_rule(follower.frames + rest.frames))
@@ -249,8 +203,7 @@ async def test_the_reconnected_client_sees_the_stream_of_a_run_without_the_crash
         rest = await kill_while_out(a, follower, on_b, alice, out)
     else:
         await follower.until(deltas(3), "text streaming on A")
-        await kill(a, follower)
-        rest = await reconnect(on_b, alice, follower).ended()
+        rest = await kill_and_reconnect(a, follower, on_b, alice)
 
     resumed_on_b(follower, rest)
     received = follower.frames + rest.frames

@@ -83,6 +83,16 @@ async def test_byok_only_refuses_the_operator_key(
     assert ENV["openai"].api_key not in error.message  # type: ignore[operator]
 
 
+async def test_another_tenants_byok_only_leaves_this_tenant_on_the_operator_key(
+    app: FastAPI, client: httpx.AsyncClient, auth_headers: TokenFactory, tenant: str
+) -> None:
+    other_admin = auth_headers(f"{tenant}-strict", "root", roles=["admin"])
+    assert (await client.patch("/credentials", json={"byok_only": True}, headers=other_admin)).status_code == 200
+
+    assert (await resolver(app).resolve(tenant, {"provider": "openai"})).source == "environment"
+    assert (await fails(app, f"{tenant}-strict", {"provider": "openai"})).code == "provider_not_configured"
+
+
 async def test_without_any_key_the_provider_is_not_configured(app: FastAPI, tenant: str) -> None:
     assert (await fails(app, tenant, {"provider": "gemini"})).code == "provider_not_configured"
 

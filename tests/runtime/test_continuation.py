@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -29,6 +29,7 @@ from app.models import Runner, Turn, TurnEvent
 from app.models.base import utcnow
 from app.runtime.lease import STALE_SECONDS, lock_key
 from app.runtime.manager import TurnManager
+from app.runtime.stream import TurnStream
 from app.settings import McpGatewaySettings
 from tests.approvals.helpers import GATE_CALCULATOR
 from tests.conftest import make_settings
@@ -38,6 +39,7 @@ from tests.sse import Frame, iter_frames, parse, read_turn
 from tests.turns.loopback import serve_asgi
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session, wait_for_status
 
+T = TypeVar("T")
 TEAM = "eng"
 WORDS = " ".join(f"w{i}" for i in range(40))
 GATE_ISSUES = {**GATE_CALCULATOR, "id": "issues-need-a-human", "tool": "github__create_issue"}
@@ -148,6 +150,12 @@ async def die(app: FastAPI, sql: AsyncEngine) -> None:
     manager = manager_of(app)
     manager.draining = True
     await manager.abandon()
+    await look_dead(app, sql)
+
+
+async def look_dead(app: FastAPI, sql: AsyncEngine) -> None:
+    """What a network partition leaves: the replica's runs go on, but its heartbeat and lock are gone."""
+    manager = manager_of(app)
     await manager.lease.stop(deregister=False)
     async with sql.begin() as conn:
         await conn.execute(
@@ -188,6 +196,34 @@ def assert_gapless(frames: list[Frame]) -> None:
         assert after.id == before.id + 1 or after.event == "turn.resumed", (before, after)
 
 
+async def interrupted_talk(
+    client: httpx.AsyncClient, headers: dict[str, str], interrupt: Callable[[str], Awaitable[T]]
+) -> tuple[str, T]:
+    """A turn streaming `WORDS` slowly, read raw on `client` to its end; `interrupt(turn_id)` runs
+    after its third `message.delta`."""
+    session = (await slow_session(client, headers, text=WORDS, delay_ms=40))["id"]
+    async with client.stream("POST", f"/sessions/{session}/turns", json={"input": "talk"}, headers=headers) as response:
+        raw, chunks = "", response.aiter_text()
+        async for chunk in chunks:
+            raw += chunk
+            if raw.count("event: message.delta") >= 3:
+                break
+        interrupted = await interrupt(parse(raw)[0].data["turn_id"])
+        async for chunk in chunks:
+            raw += chunk
+    return raw, interrupted
+
+
+async def continued_on(
+    app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], turn_id: str
+) -> tuple[dict[str, Any], list[Frame]]:
+    """`app` continues the dead replica's turn (its sweep, run now; its own beat may have got there
+    first): the turn once it ended, and its stored stream."""
+    await manager_of(app).recover()
+    turn = await wait_for_status(client, headers, turn_id)
+    return turn, await replay(client, headers, turn_id)
+
+
 async def replay(client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> list[Frame]:
     async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
         return await read_turn(client, "GET", f"/turns/{turn_id}/events", headers=headers)
@@ -219,10 +255,8 @@ async def test_a_tool_batch_continues_without_running_a_completed_call_twice(
         await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)  # "two" left, its outcome never comes
         await die(first_app, sql)
     hold.reset(None)
-    assert await manager_of(second_app).recover() == 1
 
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert (turn["status"], turn["final_output"]) == ("completed", "filed them")
     calls = calls_by_title(gateway)
@@ -264,10 +298,8 @@ async def test_a_streaming_model_call_is_made_again_above_the_lost_ids(
     async with sql.connect() as conn:
         ceiling = await conn.scalar(select(Turn.seq_ceiling).where(Turn.id == uuid.UUID(turn_id)))
         stored = await conn.scalar(select(func.max(TurnEvent.seq)).where(TurnEvent.turn_id == uuid.UUID(turn_id)))
-    await manager_of(second_app).recover()
 
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert (turn["status"], turn["final_output"]) == ("completed", WORDS)
     [resumed] = [f for f in frames if f.event == "turn.resumed"]
@@ -306,9 +338,8 @@ async def test_an_approved_call_with_edited_arguments_is_sent_again_as_approved(
         await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)
         await die(first_app, sql)
     hold.reset(None)
-    await manager_of(second_app).recover()
 
-    turn = await wait_for_status(second_client, alice, turn_id)
+    turn, _ = await continued_on(second_app, second_client, alice, turn_id)
     approvals = (await second_client.get("/approvals", headers=alice)).json()["items"]
 
     assert (turn["status"], turn["final_output"]) == ("completed", "filed")
@@ -377,18 +408,11 @@ async def test_a_drained_turn_is_handed_over_and_its_followers_told_to_reconnect
     sql: AsyncEngine,
 ) -> None:
     (first_app, first_client), (second_app, second_client) = first, second
-    session = (await slow_session(first_client, alice, text=WORDS, delay_ms=40))["id"]
-    async with first_client.stream(
-        "POST", f"/sessions/{session}/turns", json={"input": "talk"}, headers=alice
-    ) as response:
-        raw, chunks = "", response.aiter_text()
-        async for chunk in chunks:
-            raw += chunk
-            if raw.count("event: message.delta") >= 3:
-                break
-        draining = asyncio.create_task(manager_of(first_app).drain(0.1))
-        async for chunk in chunks:
-            raw += chunk
+
+    async def drain(_: str) -> asyncio.Task[int]:
+        return asyncio.create_task(manager_of(first_app).drain(0.1))
+
+    raw, draining = await interrupted_talk(first_client, alice, drain)
     assert await draining >= 1
     seen = parse(raw)
     turn_id = seen[0].data["turn_id"]
@@ -398,9 +422,7 @@ async def test_a_drained_turn_is_handed_over_and_its_followers_told_to_reconnect
                 select(Turn.status, Turn.runner_id, Turn.handed_over).where(Turn.id == uuid.UUID(turn_id))
             )
         ).one()
-    await manager_of(second_app).recover()
-    turn = await wait_for_status(second_client, alice, turn_id)
-    frames = await replay(second_client, alice, turn_id)
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
 
     assert "\nretry: " in "\n" + raw, "the follower is told to reconnect"
     assert "turn.ended" not in raw
@@ -431,3 +453,39 @@ async def drop_lock_connection(sql: AsyncEngine, runner_id: uuid.UUID) -> None:
         gone = await conn.scalar(text("SELECT pg_terminate_backend(:pid, :wait_ms)"), {"pid": pid, "wait_ms": 30_000})
         assert gone, "the lock's backend outlived its termination by 30 s"
         await conn.commit()
+
+
+async def test_a_replica_whose_running_turn_was_claimed_stores_none_of_its_late_events(
+    first: tuple[FastAPI, httpx.AsyncClient],
+    second: tuple[FastAPI, httpx.AsyncClient],
+    alice: dict[str, str],
+    sql: AsyncEngine,
+) -> None:
+    (first_app, first_client), (second_app, second_client) = first, second
+
+    async def claim_behind_its_back(turn_id: str) -> TurnStream:
+        run = manager_of(first_app).live(uuid.UUID(turn_id))
+        assert run is not None
+        await look_dead(first_app, sql)  # its run streams on, unaware
+        assert await manager_of(second_app).recover() == 1
+        return run
+
+    raw, lost_run = await interrupted_talk(first_client, alice, claim_behind_its_back)  # read to the fence's stop
+    turn_id = parse(raw)[0].data["turn_id"]
+    await manager_of(first_app).wait(uuid.UUID(turn_id))
+    turn, frames = await continued_on(second_app, second_client, alice, turn_id)
+
+    [resumed] = [f for f in frames if f.event == "turn.resumed"]
+    stored_at_claim = resumed.data["last_durable_seq"]
+    assert lost_run.last_seq > stored_at_claim, "the first run went on emitting after the claim"
+    assert [f.id for f in frames if f.id < resumed.id] == list(range(1, stored_at_claim + 1)), (
+        "none of its late events is stored"
+    )
+    assert lost_run.handed_over, "it stopped where it was"
+    assert "\nretry: " in "\n" + raw, "its follower is told to reconnect"
+    assert "turn.ended" not in raw
+    assert (turn["status"], turn["final_output"]) == ("completed", WORDS)
+    kept = after_drop_rule(frames)
+    assert_gapless(kept)
+    assert [f.event for f in kept].count("turn.ended") == 1
+    assert [f.data["text"] for f in kept if f.event == "message.completed"] == [WORDS]

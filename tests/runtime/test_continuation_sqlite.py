@@ -4,37 +4,57 @@ running — handed over by a clean stop, or abandoned by a crash."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-import httpx
+from fastapi import FastAPI
 
 from tests.conftest import make_settings, running_app
-from tests.sse import read_turn
+from tests.sse import Frame, read_turn
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session, wait_for_status
 
 WORDS = " ".join(f"w{i}" for i in range(30))
 ASYNC = {"Prefer": "respond-async"}
 
 
-async def _started_in_background(client: httpx.AsyncClient, alice: dict[str, str]) -> str:
-    """A slow turn (30 words, 50 ms apart) started in the background; its id once it streams."""
-    session = await slow_session(client, alice, text=WORDS, delay_ms=50)
-    started = await client.post(f"/sessions/{session['id']}/turns", json={"input": "talk"}, headers={**alice, **ASYNC})
-    assert started.status_code == 202, started.text
-    return str(started.json()["id"])
+async def _continued_after_restart(
+    tmp_path: Path, alice: dict[str, str], stop: Callable[[FastAPI], Awaitable[None]]
+) -> tuple[dict[str, Any], list[Frame]]:
+    """A slow turn (30 words, 50 ms apart) started in the background on one process of a SQLite file,
+    `stop` once it runs (the process then shuts down cleanly), and the next process's start: the turn
+    as that process finished it, and its stored stream."""
+    settings = make_settings(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}", tmp_path)
+    async with running_app(settings) as (app, client):
+        session = await slow_session(client, alice, text=WORDS, delay_ms=50)
+        body = {"input": "talk"}
+        started = await client.post(f"/sessions/{session['id']}/turns", json=body, headers={**alice, **ASYNC})
+        assert started.status_code == 202, started.text
+        turn_id = str(started.json()["id"])
+        await wait_for_status(client, alice, turn_id, {"running"})
+        await stop(app)
+    async with running_app(settings) as (_, client):
+        turn = await wait_for_status(client, alice, turn_id)
+        async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+            return turn, await read_turn(client, "GET", f"/turns/{turn_id}/events", headers=alice)
+
+
+async def _nothing(_: FastAPI) -> None:
+    """A clean stop only: the shutdown hands the running turn over."""
+
+
+async def _vanish(app: FastAPI) -> None:
+    """The process vanishes as if killed: nothing more written, no hand-over."""
+    manager = app.state.container.turns
+    await manager.abandon()
+    await manager.lease.stop(deregister=False)
 
 
 async def test_a_clean_stop_hands_the_running_turn_over_to_the_next_start(
     alice: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = make_settings(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}", tmp_path)
-    async with running_app(settings) as (_, client):
-        turn_id = await _started_in_background(client, alice)
-        await wait_for_status(client, alice, turn_id, {"running"})
-    async with running_app(settings) as (_, client):
-        turn = await wait_for_status(client, alice, turn_id)
-        async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
-            frames = await read_turn(client, "GET", f"/turns/{turn_id}/events", headers=alice)
+    turn, frames = await _continued_after_restart(tmp_path, alice, _nothing)
+
     assert (turn["status"], turn["final_output"]) == ("completed", WORDS)
     [resumed] = [f for f in frames if f.event == "turn.resumed"]
     assert resumed.data["reason"] == "shutdown"
@@ -45,17 +65,8 @@ async def test_a_clean_stop_hands_the_running_turn_over_to_the_next_start(
 async def test_a_crashed_process_leaves_its_running_turn_to_the_next_start(
     alice: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = make_settings(f"sqlite+aiosqlite:///{tmp_path / 'app.db'}", tmp_path)
-    async with running_app(settings) as (app, client):
-        turn_id = await _started_in_background(client, alice)
-        await wait_for_status(client, alice, turn_id, {"running"})
-        manager = app.state.container.turns
-        await manager.abandon()  # the process vanishes: nothing more written, no hand-over
-        await manager.lease.stop(deregister=False)
-    async with running_app(settings) as (_, client):
-        turn = await wait_for_status(client, alice, turn_id)
-        async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
-            frames = await read_turn(client, "GET", f"/turns/{turn_id}/events", headers=alice)
+    turn, frames = await _continued_after_restart(tmp_path, alice, _vanish)
+
     assert (turn["status"], turn["final_output"]) == ("completed", WORDS)
     [resumed] = [f for f in frames if f.event == "turn.resumed"]
     assert resumed.data["reason"] == "replica_lost"

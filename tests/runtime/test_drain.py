@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from fastapi import FastAPI
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -18,7 +19,7 @@ from tests.conftest import TEST_SECRET, TokenFactory, make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
 from tests.live_server import live_server
 from tests.sse import iter_frames
-from tests.turns.support import slow_session
+from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session, wait_for_status
 
 STREAM_TIMEOUT_SECONDS = 60.0
 WORDS = " ".join(f"word{i}" for i in range(60))
@@ -85,3 +86,40 @@ async def test_a_draining_replica_is_unready_and_refuses_a_turn_before_storing_i
         assert refused.headers["Retry-After"] == "5"
         assert refused.json()["reason"] == "draining"
         assert (await client.get(f"/sessions/{session['id']}/turns", headers=alice)).json()["items"] == []
+
+
+async def test_a_json_turn_request_on_a_replica_that_hands_its_turn_over_answers_202_with_where_to_follow(
+    database_url: str, tmp_path: Path, tenant: str, auth_headers: TokenFactory, client: httpx.AsyncClient
+) -> None:
+    """The turn goes on elsewhere (here: the shared test app continues it), so the answer is the
+    turn as it is and where to follow it, not a 200 that reads as the turn's outcome."""
+    alice = auth_headers(tenant, "alice")
+    async with running_app(make_settings(database_url, tmp_path)) as (app, own):
+        session = await slow_session(own, alice, text=WORDS, delay_ms=50)
+        request = asyncio.create_task(
+            own.post(
+                f"/sessions/{session['id']}/turns",
+                json={"input": "hi"},
+                headers={**alice, "Accept": "application/json"},
+            )
+        )
+        turn_id = await live_turn_of(app, own, alice, session["id"])
+        assert await app.state.container.turns.drain(0) == 1
+        response = await request
+
+    assert response.status_code == 202
+    assert response.headers["Location"] == f"/turns/{turn_id}"
+    assert "Preference-Applied" not in response.headers, "the client did not ask for it"
+    assert (response.json()["id"], response.json()["status"]) == (turn_id, "running")
+    turn = await wait_for_status(client, alice, turn_id)
+    assert (turn["status"], turn["final_output"]) == ("completed", WORDS), "another replica finished it"
+
+
+async def live_turn_of(app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], session_id: str) -> str:
+    """The id of the session's turn once it runs in `app` (bounded polling)."""
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while True:
+            items = (await client.get(f"/sessions/{session_id}/turns", headers=headers)).json()["items"]
+            if items and app.state.container.turns.live(uuid.UUID(items[0]["id"])) is not None:
+                return str(items[0]["id"])
+            await asyncio.sleep(0.02)

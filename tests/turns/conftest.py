@@ -13,6 +13,7 @@ from app.core.sql import Sql, insert_rows
 from app.models import Agent, Runner, Session
 from app.runtime.journal import TurnIdentity
 from app.runtime.store import TURNS
+from app.runtime.stream import BatchFlusher
 from app.settings import Settings
 from tests.turns.loopback import serve_on_loopback
 from tests.turns.support import now
@@ -20,6 +21,19 @@ from tests.turns.support import now
 AGENTS: Table = Agent.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 RUNNERS: Table = Runner.__table__  # type: ignore[assignment]
+
+
+NEVER = 3600.0
+"""A batching interval no test reaches: only explicit flushes, ends and `write_pending` write."""
+
+
+@pytest.fixture
+async def flusher(db: Sql) -> AsyncIterator[BatchFlusher]:
+    created = BatchFlusher(db, interval=NEVER)
+    try:
+        yield created
+    finally:
+        await created.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,12 @@ from pydantic import ConfigDict
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.models import TurnEvent
+from app.models import Turn, TurnEvent
+from app.providers.base import ToolCall
+from app.runtime.batch import LEDGER, write_rows
 from app.runtime.events import EventBody
+from app.runtime.journal import TurnIdentity
+from app.runtime.store import TurnStore, ledger_row
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
 
@@ -35,6 +39,12 @@ def now() -> datetime:
 
 def raw_event(event_type: str, data: dict[str, Any]) -> EventBody:
     return RawEvent(type=event_type, **data)
+
+
+async def runner_of(engine: AsyncEngine, turn_id: uuid.UUID) -> uuid.UUID:
+    async with engine.connect() as conn:
+        runner: uuid.UUID = await conn.scalar(select(Turn.runner_id).where(Turn.id == turn_id))
+    return runner
 
 
 async def scripted_session(
@@ -109,3 +119,8 @@ class FrameReader:
         """Every remaining frame; the stream must end by itself (no endless pings)."""
         async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
             return [frame async for frame in self._frames]
+
+
+async def dispatch(store: TurnStore, ident: TurnIdentity, *, key: str, loop: int, call: ToolCall) -> None:
+    """A `dispatched` ledger row, written as a run writes it before the call leaves."""
+    await write_rows(store.sql, [(LEDGER, ledger_row(ident, key=key, loop=loop, call=call, result=None))])

@@ -20,7 +20,7 @@ from app.tools.base import ToolResult
 from tests.approvals.helpers import turn_id
 from tests.conftest import make_settings, running_app
 from tests.sse import read_turn
-from tests.turns.support import scripted_session, wait_for_status
+from tests.turns.support import dispatch, scripted_session, wait_for_status
 from tests.turns.test_turn_recovery import _orphan
 
 
@@ -71,11 +71,11 @@ async def test_a_dispatched_call_is_in_the_ledger_before_its_outcome_and_complet
     store = app.state.container.turns.store
     call, key = ToolCall(id="call_9_0", name="echo", arguments={"text": "x"}), uuid.uuid4().hex
 
-    await store.ledger_dispatch(ident, key=key, loop=9, call=call)
+    await dispatch(store, ident, key=key, loop=9, call=call)
     assert await _ledger_rows(sql, key) == [("dispatched", None)]
     assert await store.ledger_get(tenant, key) is None, "no result: a continuation re-sends it"
 
-    await store.ledger_dispatch(ident, key=key, loop=9, call=call)  # the re-send after a crash
+    await dispatch(store, ident, key=key, loop=9, call=call)  # the re-send after a crash
     first = await store.ledger_put(ident, key=key, loop=9, call=call, result=ToolResult("x"))
     second = await store.ledger_put(ident, key=key, loop=9, call=call, result=ToolResult("other"))
 

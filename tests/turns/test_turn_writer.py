@@ -35,8 +35,6 @@ from app.runtime.store import (
 from app.runtime.stream import EVENTS, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from tests.turns.support import now, raw_event
 
-NEVER = 3600.0
-"""A batching interval no test reaches: only explicit flushes and ends write."""
 POLICY_HASH = "f" * 64
 TRICKY_TEXT = "NULL, \"quoted\" {braces} [brackets] back\\slash 'single' é✓ \n newline"
 """Text that would break an array literal or a naive JSON encoding; the string "NULL" must stay a string."""
@@ -45,15 +43,6 @@ TRICKY_TEXT = "NULL, \"quoted\" {braces} [brackets] back\\slash 'single' é✓ \
 @pytest.fixture
 async def ident(make_turn: Callable[[], Awaitable[TurnIdentity]]) -> TurnIdentity:
     return await make_turn()
-
-
-@pytest.fixture
-async def flusher(db: Sql) -> AsyncIterator[BatchFlusher]:
-    created = BatchFlusher(db, interval=NEVER)
-    try:
-        yield created
-    finally:
-        await created.close()
 
 
 @pytest.fixture
