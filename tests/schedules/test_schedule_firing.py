@@ -14,6 +14,7 @@ from app.schedules.worker import ScheduleWorker
 from app.settings import Settings
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
+from tests.turns.support import POLL_TIMEOUT_SECONDS
 
 
 def _worker(app: FastAPI) -> ScheduleWorker:
@@ -31,21 +32,21 @@ async def _schedule(client: httpx.AsyncClient, headers: dict[str, str], **body: 
 
 
 async def _firings(client: httpx.AsyncClient, headers: dict[str, str], schedule_id: str) -> list[dict[str, Any]]:
-    for _ in range(200):
-        items = (await client.get(f"/schedules/{schedule_id}/firings", headers=headers)).json()["items"]
-        if items and all(f["started"] for f in items):
-            return list(items)
-        await asyncio.sleep(0.05)
-    raise AssertionError("firings did not start")
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while True:
+            items = (await client.get(f"/schedules/{schedule_id}/firings", headers=headers)).json()["items"]
+            if items and all(f["started"] for f in items):
+                return list(items)
+            await asyncio.sleep(0.05)
 
 
 async def _settled(client: httpx.AsyncClient, headers: dict[str, str], turn_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        turn = (await client.get(f"/turns/{turn_id}", headers=headers)).json()
-        if turn["status"] not in ("queued", "running"):
-            return dict(turn)
-        await asyncio.sleep(0.05)
-    raise AssertionError("turn did not settle")
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while True:
+            turn = (await client.get(f"/turns/{turn_id}", headers=headers)).json()
+            if turn["status"] not in ("queued", "running"):
+                return dict(turn)
+            await asyncio.sleep(0.05)
 
 
 def _tick(schedule: dict[str, Any]) -> datetime:

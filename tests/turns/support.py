@@ -21,7 +21,8 @@ from app.runtime.store import TurnStore, ledger_row
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
 
-POLL_TIMEOUT_SECONDS = 10.0
+POLL_TIMEOUT_SECONDS = 30.0
+"""A deadline for polling, not a wait: what passes in 0.1 s alone may take seconds on a loaded CI machine."""
 LONG_TEXT = " ".join(f"word{i}" for i in range(2000))
 """With chunk_delay_ms 30 this streams for about a minute: a turn the test must stop or outwait."""
 FINAL_STATUSES = {"completed", "loop_limit", "budget_exceeded", "cancelled", "failed"}
