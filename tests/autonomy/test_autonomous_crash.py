@@ -64,7 +64,7 @@ async def test_a_crash_inside_step_two_continues_that_step_and_files_no_issue_tw
     body = {"input": "file them", "mode": "autonomous"}
     async with first_client.stream("POST", f"/sessions/{session}/turns", json=body, headers=alice) as response:
         turn_id = (await anext(iter_frames(response))).data["turn_id"]
-        await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)  # step 2's call left; no outcome comes
+        assert await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS), "the call left"
         await die(first_app, sql)
     hold.reset(None)
     turn, frames = await continued_on(*second, alice, turn_id)

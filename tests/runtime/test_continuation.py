@@ -252,7 +252,7 @@ async def test_a_tool_batch_continues_without_running_a_completed_call_twice(
     ) as response:
         seen = await frames_until(iter_frames(response), "tool_call.completed")  # "one" completed
         turn_id = seen[0].data["turn_id"]
-        await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)  # "two" left, its outcome never comes
+        assert await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS), "the call left"
         await die(first_app, sql)
     hold.reset(None)
 
@@ -335,7 +335,7 @@ async def test_an_approved_call_with_edited_arguments_is_sent_again_as_approved(
     url = f"/approvals/{required.data['approval_id']}"
     async with first_client.stream("POST", url, json=decision, headers=alice) as response:
         assert response.status_code == 200
-        await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS)
+        assert await asyncio.to_thread(hold.reached.wait, POLL_TIMEOUT_SECONDS), "the call left"
         await die(first_app, sql)
     hold.reset(None)
 
