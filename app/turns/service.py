@@ -18,7 +18,7 @@ from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
-from app.core.sse import encode_frame
+from app.core.sse import encode_frame, retry_frame
 from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests
 from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
@@ -30,7 +30,7 @@ from app.runtime.manager import TurnManager
 from app.runtime.queue import QueueFull
 from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
-from app.runtime.stream import SEQ_BLOCK
+from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
 from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas
 from app.turns.repository import TurnRepository
@@ -221,7 +221,8 @@ class TurnService:
         return schemas.StreamToken(token=minted.token, expires_in=minted.expires_in)
 
     async def finished(self, turn_id: uuid.UUID) -> schemas.Turn:
-        """Wait for the turn's run to end (here, or through the store for a queued turn), then read it."""
+        """Wait for the turn's run to end (here, or through the store for a queued turn, until this replica
+        drains), then read it."""
         if self.manager.live(turn_id) is not None:
             await self.manager.wait(turn_id)
         else:
@@ -280,6 +281,10 @@ class TurnService:
             if live is not None:
                 async for frame in live.follow(after):
                     yield frame
+                return
+            if self.manager.draining:
+                # A turn queued or run elsewhere outlives this replica: reconnect to another one.
+                yield retry_frame(RECONNECT_MS)
                 return
             current = await self.get(turn_id)
             if current.status not in WAITING_STATUSES:

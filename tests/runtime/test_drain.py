@@ -115,6 +115,48 @@ async def test_a_json_turn_request_on_a_replica_that_hands_its_turn_over_answers
     assert (turn["status"], turn["final_output"]) == ("completed", WORDS), "another replica finished it"
 
 
+async def test_a_json_request_for_a_queued_turn_on_a_draining_replica_answers_202_with_where_to_follow(
+    database_url: str, tmp_path: Path, tenant: str, auth_headers: TokenFactory, client: httpx.AsyncClient
+) -> None:
+    """A queued turn never starts on a draining replica: the request waiting for it as JSON gets the
+    turn as it is and where to follow it, before the server's shutdown would cut the request."""
+    alice = auth_headers(tenant, "alice")
+    async with running_app(make_settings(database_url, tmp_path)) as (app, own):
+        session = await slow_session(own, alice, text=WORDS, delay_ms=50)
+        await own.post(f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers={**alice, **ASYNC})
+        request = asyncio.create_task(
+            own.post(
+                f"/sessions/{session['id']}/turns",
+                json={"input": "and then", "multitask_strategy": "enqueue"},
+                headers={**alice, "Accept": "application/json"},
+            )
+        )
+        queued_id = await queued_turn_of(own, alice, session["id"])
+        await app.state.container.turns.drain(0)
+        async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+            response = await request
+
+    assert response.status_code == 202
+    assert response.headers["Location"] == f"/turns/{queued_id}"
+    assert response.json()["id"] == queued_id
+    assert response.json()["status"] in ("queued", "running"), "no outcome yet: it goes on elsewhere"
+    assert (await wait_for_status(client, alice, queued_id))["status"] == "completed", "another replica ran it"
+
+
+ASYNC = {"Prefer": "respond-async"}
+
+
+async def queued_turn_of(client: httpx.AsyncClient, headers: dict[str, str], session_id: str) -> str:
+    """The id of the session's queued turn once it is stored (bounded polling)."""
+    async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
+        while True:
+            items = (await client.get(f"/sessions/{session_id}/turns", headers=headers)).json()["items"]
+            queued = [item["id"] for item in items if item["status"] == "queued"]
+            if queued:
+                return str(queued[0])
+            await asyncio.sleep(0.02)
+
+
 async def live_turn_of(app: FastAPI, client: httpx.AsyncClient, headers: dict[str, str], session_id: str) -> str:
     """The id of the session's turn once it runs in `app` (bounded polling)."""
     async with asyncio.timeout(POLL_TIMEOUT_SECONDS):
