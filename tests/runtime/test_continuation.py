@@ -32,12 +32,13 @@ from app.runtime.manager import TurnManager
 from app.runtime.stream import TurnStream
 from app.settings import McpGatewaySettings
 from tests.approvals.helpers import GATE_CALCULATOR
-from tests.conftest import make_settings
+from tests.conftest import TokenFactory, make_settings
 from tests.factories import create_agent, create_session, scripted_config
 from tests.mcp_server import Gateway, serve_gateway
 from tests.sse import Frame, iter_frames, parse, read_turn
 from tests.turns.loopback import serve_asgi
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session, wait_for_status
+from tests.usage.support import put_limits
 
 T = TypeVar("T")
 TEAM = "eng"
@@ -489,3 +490,27 @@ async def test_a_replica_whose_running_turn_was_claimed_stores_none_of_its_late_
     assert_gapless(kept)
     assert [f.event for f in kept].count("turn.ended") == 1
     assert [f.data["text"] for f in kept if f.event == "message.completed"] == [WORDS]
+
+
+async def test_a_drained_model_call_leaves_the_quota_ledger_settled_to_the_turns_usage(
+    first: tuple[FastAPI, httpx.AsyncClient],
+    second: tuple[FastAPI, httpx.AsyncClient],
+    tenant: str,
+    alice: dict[str, str],
+    auth_headers: TokenFactory,
+) -> None:
+    """A hand-over is not a death: the cut call's reservation settles to what it streamed, by the
+    hand-over's write, and the continuing run's call reserves and settles its own."""
+    (first_app, first_client), (second_app, second_client) = first, second
+    await put_limits(first_client, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000})
+
+    async def drain(_: str) -> asyncio.Task[int]:
+        return asyncio.create_task(manager_of(first_app).drain(0.1))
+
+    raw, draining = await interrupted_talk(first_client, alice, drain)
+    assert await draining >= 1
+    turn, _ = await continued_on(second_app, second_client, alice, parse(raw)[0].data["turn_id"])
+
+    assert turn["status"] == "completed"
+    quota = (await second_client.get("/usage", headers=alice)).json()["quota"]
+    assert (quota["used"], quota["reserved"]) == (turn["usage"]["input_tokens"] + turn["usage"]["output_tokens"], 0)
