@@ -202,7 +202,17 @@ class SdkTurn:
                 yield progress
             await self.approvals_stored()
         finally:  # a reserved call that never came (the turn stopped), or one cut short: what it cost
-            self._settle_quota(self.mapper.call.input_tokens + self.mapper.call.output_tokens)
+            self._settle_quota(self._cut_call_recorded())
+
+    def _cut_call_recorded(self) -> int:
+        """Record the model call the turn's stop cut short (a cancel, a hand-over) as unanswered, so the
+        turn's usage counts what the quota settles; the tokens it cost (0 when none had started)."""
+        call = self.mapper.call
+        output = max(call.output_tokens, estimate_tokens(call.text, "anthropic")) if call.text else call.output_tokens
+        if call.input_tokens + output == 0:
+            return 0
+        self.journal.unanswered_call(ModelUsage(self.model, call.input_tokens, output))
+        return call.input_tokens + output
 
     async def _received(self, client: ClaudeSDKClient) -> AsyncIterator[Progress]:
         with contextlib.ExitStack() as spans:

@@ -26,7 +26,7 @@ from app.settings import McpGatewaySettings, Settings
 from tests.claude_sdk.conftest import sdk_settings_for
 from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
 from tests.claude_sdk.service import new_session, of, turn
-from tests.conftest import running_app
+from tests.conftest import TokenFactory, running_app
 from tests.idempotent_gateway import IdempotentGateway, fresh, serve_idempotent_gateway, wait_reached
 from tests.runtime.test_continuation import (
     after_drop_rule,
@@ -37,6 +37,7 @@ from tests.runtime.test_continuation import (
     quiet_shared_app,
 )
 from tests.turns.support import POLL_TIMEOUT_SECONDS
+from tests.usage.support import put_limits
 
 __all__ = ["quiet_shared_app"]
 
@@ -200,3 +201,29 @@ async def test_a_replica_without_the_transcript_fails_the_turn_server_restarted(
     assert "transcript" in ended.data["error"]["message"]
     assert len(anthropic.loop_requests()) == 2, "no model call is made where the conversation is not"
 
+
+
+async def test_a_drained_model_call_leaves_the_quota_ledger_settled_to_the_turns_usage(
+    database_url: str, tmp_path: Path, anthropic: MockAnthropic, tenant: str, alice: dict[str, str],
+    auth_headers: TokenFactory, quiet_shared_app: None,
+) -> None:  # fmt: skip
+    """A hand-over is not a death: the cut call's reservation is settled by the hand-over's write."""
+    held = Step(text="an answer the drain cuts short", hold=asyncio.Event())
+    anthropic.play(held, Step(text="done"))
+    settings = sdk_settings_for(database_url, tmp_path / "data", anthropic)
+    async with replica(settings) as (first_app, first), replica(settings) as (second_app, second):
+        await put_limits(first, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000})
+        session_id = await new_session(first, alice)
+        running = asyncio.create_task(turn(first, alice, session_id, "go"))
+        await asyncio.wait_for(held.holding.wait(), POLL_TIMEOUT_SECONDS)
+        turn_id = await running_turn(first, alice, session_id)
+        assert await manager_of(first_app).drain(0.1) == 1
+        await running
+        assert held.hold is not None
+        held.hold.set()
+
+        ended, _ = await continued_on(second_app, second, alice, turn_id)
+        quota = (await second.get("/usage", headers=alice)).json()["quota"]
+
+    assert ended["status"] == "completed"
+    assert (quota["used"], quota["reserved"]) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
