@@ -3,6 +3,7 @@ token quota, which every model call Claude Code makes reserves from."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 
@@ -18,6 +19,8 @@ from tests.claude_sdk.conftest import MOCK_KEY
 from tests.claude_sdk.mock_anthropic import MockAnthropic, Step
 from tests.claude_sdk.service import new_session, of, turn
 from tests.conftest import TokenFactory
+from tests.sse import read_turn
+from tests.turns.support import POLL_TIMEOUT_SECONDS, wait_for_stored_event
 from tests.usage.support import put_limits
 
 TENANT_KEY = "sk-ant-tenant-own-key-0123456789"
@@ -125,3 +128,49 @@ async def test_a_quota_spent_mid_turn_stops_claude_code_before_its_next_call(
         ran = (await conn.execute(select(ToolExecution.id).where(ToolExecution.tenant_id == tenant))).all()
     assert ran == []
     assert await ledger(sql, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
+
+
+async def test_a_cancelled_call_settles_its_reservation_to_the_usage_the_turn_records(
+    api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
+    sql: AsyncEngine, tenant: str,
+) -> None:  # fmt: skip
+    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
+    session_id = await new_session(api, alice)
+    held = Step(text="a long answer that never ends", hold=asyncio.Event())
+    anthropic.play(held)
+    running = asyncio.create_task(turn(api, alice, session_id, "talk"))
+    try:
+        await asyncio.wait_for(held.holding.wait(), POLL_TIMEOUT_SECONDS)
+        (active,) = (await api.get(f"/sessions/{session_id}/turns", headers=alice)).json()["items"]
+        await wait_for_stored_event(sql, active["id"], "message.delta")
+        assert (await api.post(f"/turns/{active['id']}/cancel", headers=alice)).status_code == 200
+        frames = await asyncio.wait_for(running, POLL_TIMEOUT_SECONDS)
+    finally:
+        assert held.hold is not None
+        held.hold.set()
+
+    usage = frames[-1].data["usage"]
+    assert frames[-1].data["status"] == "cancelled"
+    assert usage["input_tokens"] > 0, "the cut call counts"
+    assert await ledger(sql, tenant) == (usage["input_tokens"] + usage["output_tokens"], 0)
+
+
+async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
+    api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
+    sql: AsyncEngine, tenant: str,
+) -> None:  # fmt: skip
+    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
+    session_id = await new_session(api, alice)
+    anthropic.play(Step(text="Let me compute.", tool_calls=[("mcp__agent__calculator", {"expression": "6*7"})]))
+
+    frames = await turn(api, alice, session_id, "what is six times seven?")
+    interrupted = frames[-1].data
+    assert interrupted["status"] == "interrupted"
+    assert await ledger(sql, tenant) == (interrupted["usage"]["input_tokens"] + interrupted["usage"]["output_tokens"], 0)
+
+    anthropic.play(Step(text="It is 42."))
+    (required,) = of(frames, "approval.required")
+    url = f"/approvals/{required['approval_id']}"
+    resumed = (await read_turn(api, "POST", url, json={"decision": "approve"}, headers=alice))[-1].data
+    assert resumed["status"] == "completed"
+    assert await ledger(sql, tenant) == (resumed["usage"]["input_tokens"] + resumed["usage"]["output_tokens"], 0)

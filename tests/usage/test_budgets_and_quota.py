@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from app.governance.period import period_bounds
 from app.models import QuotaLedger, TurnEvent, Usage
+from tests.approvals.helpers import decide, gated_config, run_turn
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session
@@ -162,7 +163,10 @@ async def test_concurrent_turns_on_two_replicas_overspend_the_quota_by_at_most_o
     assert used == completed * 11
 
 
-async def test_a_cancelled_call_records_the_usage_it_streamed(api: Api, alice: dict[str, str], tenant: str) -> None:
+async def test_a_cancelled_call_records_the_usage_it_streamed_and_settles_its_quota_reservation_to_it(
+    api: Api, admin: dict[str, str], alice: dict[str, str], tenant: str
+) -> None:
+    await put_limits(api.client, admin, token_quota={"period": "day", "tokens": 100_000})
     session = await slow_session(api.client, alice)
     started = asyncio.create_task(
         api.client.post(f"/sessions/{session['id']}/turns", json={"input": "talk"}, headers={**alice, **JSON})
@@ -192,3 +196,19 @@ async def test_a_cancelled_call_records_the_usage_it_streamed(api: Api, alice: d
             await conn.execute(select(Usage.input_tokens, Usage.output_tokens).where(Usage.turn_id == turn_id))
         ).all()
     assert [tuple(r) for r in rows] == [(6, len(streamed))]
+    assert await _ledger(api, tenant) == (6 + len(streamed), 0)
+
+
+async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
+    api: Api, admin: dict[str, str], alice: dict[str, str], tenant: str
+) -> None:
+    await put_limits(api.client, admin, token_quota={"period": "day", "tokens": 100_000})
+    _, frames = await run_turn(api.client, alice, gated_config())
+    ended = frames[-1].data
+    assert ended["status"] == "interrupted"
+    assert await _ledger(api, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
+
+    [required] = [f for f in frames if f.event == "approval.required"]
+    resumed = (await decide(api.client, alice, required.data["approval_id"]))[-1].data
+    assert resumed["status"] == "completed"
+    assert await _ledger(api, tenant) == (resumed["usage"]["input_tokens"] + resumed["usage"]["output_tokens"], 0)
