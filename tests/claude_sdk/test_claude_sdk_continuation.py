@@ -202,7 +202,6 @@ async def test_a_replica_without_the_transcript_fails_the_turn_server_restarted(
     assert len(anthropic.loop_requests()) == 2, "no model call is made where the conversation is not"
 
 
-
 async def test_a_drained_model_call_leaves_the_quota_ledger_settled_to_the_turns_usage(
     database_url: str, tmp_path: Path, anthropic: MockAnthropic, tenant: str, alice: dict[str, str],
     auth_headers: TokenFactory, quiet_shared_app: None,
@@ -212,7 +211,9 @@ async def test_a_drained_model_call_leaves_the_quota_ledger_settled_to_the_turns
     anthropic.play(held, Step(text="done"))
     settings = sdk_settings_for(database_url, tmp_path / "data", anthropic)
     async with replica(settings) as (first_app, first), replica(settings) as (second_app, second):
-        await put_limits(first, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000})
+        await put_limits(
+            first, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000}
+        )
         session_id = await new_session(first, alice)
         running = asyncio.create_task(turn(first, alice, session_id, "go"))
         await asyncio.wait_for(held.holding.wait(), POLL_TIMEOUT_SECONDS)

@@ -166,7 +166,10 @@ async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
     frames = await turn(api, alice, session_id, "what is six times seven?")
     interrupted = frames[-1].data
     assert interrupted["status"] == "interrupted"
-    assert await ledger(sql, tenant) == (interrupted["usage"]["input_tokens"] + interrupted["usage"]["output_tokens"], 0)
+    assert await ledger(sql, tenant) == (
+        interrupted["usage"]["input_tokens"] + interrupted["usage"]["output_tokens"],
+        0,
+    )
 
     anthropic.play(Step(text="It is 42."))
     (required,) = of(frames, "approval.required")

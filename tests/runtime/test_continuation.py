@@ -502,7 +502,9 @@ async def test_a_drained_model_call_leaves_the_quota_ledger_settled_to_the_turns
     """A hand-over is not a death: the cut call's reservation settles to what it streamed, by the
     hand-over's write, and the continuing run's call reserves and settles its own."""
     (first_app, first_client), (second_app, second_client) = first, second
-    await put_limits(first_client, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000})
+    await put_limits(
+        first_client, auth_headers(tenant, "root", ["admin"]), token_quota={"period": "day", "tokens": 100_000}
+    )
 
     async def drain(_: str) -> asyncio.Task[int]:
         return asyncio.create_task(manager_of(first_app).drain(0.1))
