@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -93,19 +94,28 @@ async def ledger(sql: AsyncEngine, tenant: str) -> tuple[int, int]:
     return int(row.used), int(row.reserved)
 
 
+def settled(ended: dict[str, Any]) -> tuple[int, int]:
+    """The ledger of a tenant whose only turn ended as `ended`: its usage used, nothing reserved."""
+    return ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0
+
+
+async def quota_session(api: httpx.AsyncClient, admin: dict[str, str], alice: dict[str, str]) -> str:
+    """A session of a tenant with a token quota far from spent."""
+    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
+    return await new_session(api, alice)
+
+
 async def test_every_model_call_reserves_from_the_quota_and_settles_to_its_usage(
     api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
     sql: AsyncEngine, tenant: str,
 ) -> None:  # fmt: skip
-    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
-    session_id = await new_session(api, alice)
+    session_id = await quota_session(api, admin, alice)
     anthropic.play(Step(tool_calls=[("mcp__agent__echo", {"text": "one"})]), Step(text="echoed"))
 
     frames = await turn(api, alice, session_id, "echo one")
 
-    usage = frames[-1].data["usage"]
     assert frames[-1].data["status"] == "completed"
-    assert await ledger(sql, tenant) == (usage["input_tokens"] + usage["output_tokens"], 0)
+    assert await ledger(sql, tenant) == settled(frames[-1].data)
 
 
 async def test_a_quota_spent_mid_turn_stops_claude_code_before_its_next_call(
@@ -127,15 +137,14 @@ async def test_a_quota_spent_mid_turn_stops_claude_code_before_its_next_call(
     async with sql.connect() as conn:
         ran = (await conn.execute(select(ToolExecution.id).where(ToolExecution.tenant_id == tenant))).all()
     assert ran == []
-    assert await ledger(sql, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
+    assert await ledger(sql, tenant) == settled(ended)
 
 
 async def test_a_cancelled_call_settles_its_reservation_to_the_usage_the_turn_records(
     api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
     sql: AsyncEngine, tenant: str,
 ) -> None:  # fmt: skip
-    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
-    session_id = await new_session(api, alice)
+    session_id = await quota_session(api, admin, alice)
     held = Step(text="a long answer that never ends", hold=asyncio.Event())
     anthropic.play(held)
     running = asyncio.create_task(turn(api, alice, session_id, "talk"))
@@ -149,31 +158,26 @@ async def test_a_cancelled_call_settles_its_reservation_to_the_usage_the_turn_re
         assert held.hold is not None
         held.hold.set()
 
-    usage = frames[-1].data["usage"]
     assert frames[-1].data["status"] == "cancelled"
-    assert usage["input_tokens"] > 0, "the cut call counts"
-    assert await ledger(sql, tenant) == (usage["input_tokens"] + usage["output_tokens"], 0)
+    assert frames[-1].data["usage"]["input_tokens"] > 0, "the cut call counts"
+    assert await ledger(sql, tenant) == settled(frames[-1].data)
 
 
 async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
     api: httpx.AsyncClient, alice: dict[str, str], admin: dict[str, str], anthropic: MockAnthropic,
     sql: AsyncEngine, tenant: str,
 ) -> None:  # fmt: skip
-    await put_limits(api, admin, token_quota={"period": "day", "tokens": 100_000})
-    session_id = await new_session(api, alice)
+    session_id = await quota_session(api, admin, alice)
     anthropic.play(Step(text="Let me compute.", tool_calls=[("mcp__agent__calculator", {"expression": "6*7"})]))
 
     frames = await turn(api, alice, session_id, "what is six times seven?")
     interrupted = frames[-1].data
     assert interrupted["status"] == "interrupted"
-    assert await ledger(sql, tenant) == (
-        interrupted["usage"]["input_tokens"] + interrupted["usage"]["output_tokens"],
-        0,
-    )
+    assert await ledger(sql, tenant) == settled(interrupted)
 
     anthropic.play(Step(text="It is 42."))
     (required,) = of(frames, "approval.required")
     url = f"/approvals/{required['approval_id']}"
     resumed = (await read_turn(api, "POST", url, json={"decision": "approve"}, headers=alice))[-1].data
     assert resumed["status"] == "completed"
-    assert await ledger(sql, tenant) == (resumed["usage"]["input_tokens"] + resumed["usage"]["output_tokens"], 0)
+    assert await ledger(sql, tenant) == settled(resumed)
