@@ -37,9 +37,6 @@ EXCLUDED_CHECKS = "positive_data_acceptance,use_after_free"
 """`use_after_free` expects a resource to be gone after a 2xx DELETE; ours are not removed by design
 (DESIGN.md: `DELETE /sessions/{id}` closes a session, `DELETE /agents/{id}` archives an agent, both
 stay readable, with their history)."""
-INTERPRETER_FAULT = "AST constructor recursion depth mismatch"
-"""A SystemError CPython 3.11 raises at times inside schemathesis' case generation (seen once in CI
-runs); the run is repeated once, with the same seed, rather than reported as a finding."""
 LOGGED_ERRORS = ('"level":"error"', '"level":"critical"', "Traceback (most recent call last)")
 
 
@@ -88,18 +85,16 @@ def test_the_api_conforms_to_its_spec_under_fuzzing(server: LiveServer, tmp_path
         "run", f"{server.base_url}/openapi.json",
         "--checks", "all", "--exclude-checks", EXCLUDED_CHECKS,
         "--seed", str(SEED), "--max-examples", str(MAX_EXAMPLES),
-        "--workers", "2", "--request-timeout", "60",
+        "--workers", "1", "--request-timeout", "60",
         "--generation-database", "none", "--suppress-health-check", "all",
         "--warnings", "off",
     ]  # fmt: skip
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(  # noqa: S603 - our own virtualenv's schemathesis
-            command, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, cwd=tmp_path, check=False
-        )
-
-    finished = run()
-    if INTERPRETER_FAULT in finished.stdout + finished.stderr:
-        finished = run()  # CPython's own fault inside the fuzzer's generator, not a finding about us
+    # One worker: with two, Hypothesis parses sources with `ast` from both threads at once and
+    # CPython 3.11 at times raises "AST constructor recursion depth mismatch" (twice in a row in one CI
+    # run); a single worker gives the same cases for the same seed, in a fixed order.
+    finished = subprocess.run(  # noqa: S603 - our own virtualenv's schemathesis
+        command, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, cwd=tmp_path, check=False
+    )
     report = finished.stdout[-20_000:] + finished.stderr[-5_000:]
     (tmp_path / "schemathesis.txt").write_text(finished.stdout + finished.stderr)
     print(finished.stdout[-3_000:])  # the summary (phases, operations, cases), shown with `pytest -rP`
