@@ -229,7 +229,6 @@ class SdkTurn:
                     await self._closed(client, call)
                     spans.close()
                 if isinstance(message, ResultMessage):
-                    await self.approvals_stored()
                     self._finish(message)
                 yield self.progress
 

@@ -65,7 +65,6 @@ def finished(turn: Turn) -> Response:
     return Response(turn.model_dump_json(), media_type="application/json")
 
 
-
 TURN_MEDIA_TYPES = (SSE_MEDIA_TYPE, "application/json")
 
 
