@@ -16,6 +16,7 @@ from app.auth.verify import TokenVerifier
 from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.core.sealing import SecretSealer
 from app.core.sql import Sql
+from app.runtime.engine import TurnEngine
 from app.runtime.manager import TurnManager
 from app.secrets.box import SecretBox
 from app.settings import Settings
@@ -34,7 +35,9 @@ class AppState:
     signing: SigningKeys
     """The keys of the per-turn tokens this service mints."""
     turns: TurnManager
-    """The turn engine (app/runtime)."""
+    """The live runs of this process: started, drained and stopped by the lifespan (app/runtime/manager.py)."""
+    turn_engine: TurnEngine
+    """The turn engine's front door, the one the services call (app/runtime/engine.py)."""
     webhook_secrets: SecretSealer
     """Seals and opens the webhooks' signing secrets (app/webhooks/secrets.py)."""
     secret_box: SecretBox

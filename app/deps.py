@@ -18,7 +18,6 @@ from app.core.db import unit_of_work
 from app.core.logs import bind
 from app.core.sql import Sql
 from app.errors import Forbidden, Unauthorized
-from app.runtime.manager import TurnManager
 from app.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="A JWT with `sub`, `tenant_id` and optional `roles`.")
@@ -50,15 +49,10 @@ async def get_signing(state: ContainerDep) -> SigningKeys:
     return state.signing
 
 
-async def get_turn_manager(state: ContainerDep) -> TurnManager:
-    return state.turns
-
-
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 EngineDep = Annotated[AsyncEngine, Depends(get_engine)]
 SqlDep = Annotated[Sql, Depends(get_sql)]
 SigningDep = Annotated[SigningKeys, Depends(get_signing)]
-TurnManagerDep = Annotated[TurnManager, Depends(get_turn_manager)]
 
 
 async def get_db(container: ContainerDep) -> AsyncIterator[AsyncSession]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from pydantic import ValidationError
@@ -101,3 +102,10 @@ class TooManyRequests(AppError):
 
 class ServiceUnavailable(AppError):
     status, title, type_slug = 503, "Service Unavailable", "unavailable"
+
+
+def session_not_open(session_id: uuid.UUID, status: str) -> Conflict:
+    """409 for a turn (or a decision) on a session that ended; `code` says which way it ended."""
+    if status == "expired":
+        return Conflict(f"Session {session_id} expired: it was idle too long", code="session_expired")
+    return Conflict(f"Session {session_id} is closed", code="session_closed")

@@ -46,10 +46,11 @@ from app.openapi_links import add_links
 from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
-from app.runtime.manager import Outbound, TurnManager
+from app.runtime.engine import TurnEngine
+from app.runtime.manager import TurnManager
 from app.runtime.port.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
 from app.runtime.port.journal import TurnRuntime
-from app.runtime.store.notify import EventListener
+from app.runtime.services import Outbound, RunServices
 from app.schedules.router import router as schedules_router
 from app.schedules.worker import ScheduleWorker
 from app.secrets.box import SecretBox
@@ -115,23 +116,25 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         context_engine=_context_engine(settings, http),
         gateway=_gateway(settings),
     )
-    listener = None if is_sqlite(url) else EventListener(engine.url)
-    if listener is not None:
-        await listener.start()
     sql = await open_sql(engine, max_size=settings.db.pool_size, acquire_timeout=settings.db.pool_timeout_seconds)
     session_factory = create_session_factory(engine)
     resolver = _resolver(settings, sql, secret_box)
     claude_sdk = _claude_sdk(settings, resolver)
-    turns = TurnManager(
-        engine=engine,
-        sql=sql,
-        runtimes=_runtimes(claude_sdk),
-        providers=ProviderRegistry.default(provider_clients, resolver),
-        outbound=outbound,
-        listener=listener,
+    services = RunServices(
+        sql,
+        _runtimes(claude_sdk),
+        ProviderRegistry.default(provider_clients, resolver),
+        outbound,
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
             session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
         ),
+    )
+    turns = TurnManager(engine=engine, sql=sql, services=services, listen=not is_sqlite(url))
+    turn_engine = TurnEngine(
+        turns,
+        session_factory,
+        autonomy_enabled=settings.autonomy_enabled,
+        session_runtimes={"claude_sdk": claude_sdk},
     )
     webhook_secrets = await asyncio.to_thread(
         WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
@@ -145,6 +148,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         sql=sql,
         signing=signing,
         turns=turns,
+        turn_engine=turn_engine,
         webhook_secrets=webhook_secrets,
         secret_box=secret_box,
         claude_sdk=claude_sdk,
@@ -166,8 +170,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await deliveries.close()
         await turns.shutdown()
         await claude_sdk.pool.close_all()
-        if listener is not None:
-            await listener.close()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
         await provider_clients.aclose()

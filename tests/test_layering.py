@@ -1,20 +1,31 @@
 """The layout's rules, read from the source with `ast` (every import counts, TYPE_CHECKING ones too).
 
-- The graph (a runtime) reaches the engine only through its port: `app.runtime.port.journal` and the
-  event models `app.runtime.port.events`; never `app.turns`.
+- A runtime (the LangGraph loop, the Claude SDK, the autonomous one) reaches the engine only through
+  its port, `app.runtime.port` (the journal protocol and the event models); never `app.turns`.
+- The rest of the app reaches the engine through its front door: the resources (turns, approvals,
+  sessions, adapters, schedules, web) import `app.runtime.engine` and the port's types, nothing else of it.
+- Only the engine imports its store, `app.runtime.store`; inside the engine, SQL (statement builders,
+  raw SQL strings) is written only there.
 - No cycles between the packages of the application (graph, turns, sessions, runtime, auth, deps…).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
-PORT = {"app.runtime.port.journal", "app.runtime.port.events"}
+PORT_PACKAGE = "app.runtime.port"
 """The engine's port: modules any runtime may import. They import no engine code themselves."""
+FRONT_DOOR = "app.runtime.engine"
+STORE = "app.runtime.store"
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
 def module_name(path: Path) -> str:
@@ -36,6 +47,7 @@ def imports_of(path: Path) -> set[str]:
 
 MODULES = {module_name(path): path for path in APP.rglob("*.py")}
 IMPORTS = {name: {i for i in imports_of(path) if i in MODULES} for name, path in MODULES.items()}
+PORT = {m for m in MODULES if within(m, PORT_PACKAGE)}
 
 
 def package_of(module: str) -> str:
@@ -72,7 +84,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_rules_see_the_modules_they_judge() -> None:
     assert "app.graph.nodes.llm" in MODULES
     assert "app.runtime.port.journal" in IMPORTS["app.graph.context"]
-    assert "app.runtime.manager" in IMPORTS["app.turns.service"]
+    assert "app.runtime.engine" in IMPORTS["app.turns.service"]
+    assert "app.runtime.store.turns" in IMPORTS["app.runtime.engine"]
+    assert {"app.runtime.port.journal", "app.runtime.port.events"} <= PORT
 
 
 RUNTIMES = ("app.graph", "app.claude_sdk", "app.autonomy")
@@ -105,3 +119,51 @@ ROUTERS = sorted(m for m in MODULES if m.endswith(".router") or m in {"app.healt
 @pytest.mark.parametrize("module", ROUTERS)
 def test_no_router_imports_a_router(module: str) -> None:
     assert not IMPORTS[module] & set(ROUTERS), f"{module} imports {sorted(IMPORTS[module] & set(ROUTERS))}"
+
+
+RESOURCES = ("app.turns", "app.approvals", "app.sessions", "app.adapters", "app.schedules", "app.web")
+"""Packages that serve the API's resources: the engine is theirs through its front door only."""
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(RESOURCES)))
+def test_the_resources_reach_the_engine_only_through_its_front_door(module: str) -> None:
+    engine = {i for i in IMPORTS[module] if within(i, "app.runtime")}
+    allowed = {i for i in engine if i in PORT or within(i, FRONT_DOOR)}
+    assert engine <= allowed, f"{module} imports {sorted(engine - allowed)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not within(m, "app.runtime")))
+def test_only_the_engine_imports_its_store(module: str) -> None:
+    store = {i for i in IMPORTS[module] if within(i, STORE)}
+    assert not store, f"{module} imports {sorted(store)}"
+
+
+SQL_BUILDERS = {"select", "insert", "update", "delete", "text", "exists", "union", "union_all", "lateral"}
+RAW_SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|NOTIFY|LISTEN)\b")
+
+
+def sql_written_in(path: Path) -> list[str]:
+    """SQL a file writes: statement builders it imports from SQLAlchemy, and string constants that are SQL."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sqlalchemy":
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name in SQL_BUILDERS]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and RAW_SQL.match(node.value):
+            found.append(repr(node.value[:40]))
+    return found
+
+
+ENGINE_OUTSIDE_STORE = sorted(m for m in MODULES if within(m, "app.runtime") and not within(m, STORE))
+
+
+@pytest.mark.parametrize("module", ENGINE_OUTSIDE_STORE)
+def test_the_engine_writes_sql_only_in_its_store(module: str) -> None:
+    assert sql_written_in(MODULES[module]) == [], f"{module} writes SQL outside app/runtime/store/"
+
+
+def test_the_sql_finder_finds_builders_and_raw_sql(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        'from sqlalchemy import Table, select\nLOCK = "SELECT pg_try_advisory_lock($1)"\nDOC = "Selects rows"\n'
+    )
+    assert sql_written_in(sample) == ["sqlalchemy.select", "'SELECT pg_try_advisory_lock($1)'"]

@@ -4,7 +4,8 @@ A protocol's thread id names a session of the caller on the agent: a thread id t
 of the caller's sessions on this agent is that session; any other id maps to a session whose id is
 derived from (tenant, caller, agent, thread) — created on first use, found again on the next
 request, with no table of its own. Events come from the turn's log (`TurnService.follow`, stored
-then live), so a run replays through an adapter exactly as through `GET /turns/{id}/events`.
+then live, as typed events), so a run replays through an adapter exactly as through
+`GET /turns/{id}/events`.
 
 The protocols' clients do not reconnect by themselves, so when a hand-over cuts the turn's stream
 (it ends without `turn.ended`) the adapter follows the turn again through the store, from the last
@@ -22,15 +23,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import orjson
-
 from app.approvals.schemas import ApprovalDecision
-from app.approvals.service import ApprovalService, Resumed
+from app.approvals.service import ApprovalService
 from app.auth.principal import Principal
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import Conflict, NotFound
+from app.runtime.engine import Started
+from app.runtime.port.events import Followed, Reconnect
 from app.sessions.repository import SessionRepository
 from app.sessions.schemas import SessionCreate
 from app.sessions.service import new_session
@@ -58,12 +59,14 @@ def thread_session_id(principal: Principal, agent_id: uuid.UUID, thread_id: str)
     return uuid.uuid5(THREAD_NAMESPACE, "\x00".join((principal.tenant_id, principal.sub, str(agent_id), thread_id)))
 
 
-async def events_of(frames: AsyncIterator[bytes]) -> AsyncGenerator[dict[str, Any], None]:
-    """The data objects of SSE frames (a chunk may hold several frames; every frame has one `data:` line)."""
-    async for chunk in frames:
-        for line in chunk.split(b"\n"):
-            if line.startswith(b"data: "):
-                yield orjson.loads(line[6:])
+async def events_of(followed: AsyncIterator[Followed]) -> AsyncGenerator[dict[str, Any], None]:
+    """The bodies of a turn's events as they come (a cut run's `Reconnect` ends them)."""
+    async with aclosing(followed) as items:  # type: ignore[type-var]
+        async for item in items:
+            if isinstance(item, Reconnect):
+                return
+            for event in item:
+                yield event.body()
 
 
 class AdapterRuns:
@@ -91,11 +94,12 @@ class AdapterRuns:
         return derived
 
     async def start(self, session_id: uuid.UUID, text: str) -> Run:
-        turn_id, stream = await self.turns.start(session_id, TurnCreate(input=text))
-        return Run(session_id, turn_id, self.through_hand_overs(turn_id, stream.follow, stream.first_seq - 1))
+        started = await self.turns.start(session_id, TurnCreate(input=text))
+        events = self.through_hand_overs(started.turn_id, started.follow, started.first_seq - 1)
+        return Run(session_id, started.turn_id, events)
 
     async def through_hand_overs(
-        self, turn_id: uuid.UUID, follow: Callable[[int], AsyncIterator[bytes]], after: int
+        self, turn_id: uuid.UUID, follow: Callable[[int], AsyncIterator[Followed]], after: int
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The events of `follow(after)`, followed again through the store while a hand-over cut them."""
         idle = 0
@@ -117,10 +121,8 @@ class AdapterRuns:
         if not page.items:
             return None
         turn_id = page.items[0].id
-        live = self.turns.manager.live(turn_id)
-        if live is not None:  # running here: its latest events may not be written yet
-            started: int | None = live.first_seq
-        else:
+        started = self.turns.engine.first_seq_here(turn_id)
+        if started is None:  # not running here: where its latest run started is stored
             async with unit_of_work(self.container.session_factory) as db:
                 started = await TurnRepository(db, self.principal.tenant_id).last_seq_of(turn_id, "turn.started")
         follow = partial(self.turns.follow, turn_id)
@@ -141,7 +143,7 @@ class AdapterRuns:
             if current.status != "pending":
                 continue
             outcome = await approvals.decide(approval_id, decision)
-            if isinstance(outcome, Resumed):
-                events = self.through_hand_overs(outcome.turn_id, outcome.stream.follow, outcome.stream.first_seq - 1)
+            if isinstance(outcome, Started):
+                events = self.through_hand_overs(outcome.turn_id, outcome.follow, outcome.first_seq - 1)
                 resumed = Run(current.session_id, outcome.turn_id, events)
         return resumed

@@ -7,17 +7,18 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 
 from app.approvals import schemas
-from app.approvals.service import ApprovalService, Resumed
+from app.approvals.service import ApprovalService
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
-from app.core.sse import event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
+from app.runtime.engine import Started
 from app.turns.responses import (
     TURN_ACCEPT,
     TURN_RESPONSES,
     PreferHeader,
     TurnRepresentation,
     accepted,
+    event_stream,
     finished,
     wants_async,
     wants_json,
@@ -102,7 +103,7 @@ async def decide_turn_approvals(
 
 
 async def _respond(
-    outcome: Resumed | schemas.StillWaiting,
+    outcome: Started | schemas.StillWaiting,
     representation: str,
     service: ApprovalService,
     principal: CurrentPrincipal,
@@ -116,4 +117,4 @@ async def _respond(
     if wants_json(representation):
         return finished(await turns.finished(outcome.turn_id))
     ping = service.container.settings.http.sse_ping_seconds
-    return event_stream_response(outcome.stream.follow(outcome.stream.first_seq - 1), ping_seconds=ping)
+    return event_stream(outcome.follow(), ping)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,30 +12,18 @@ from app.auth.principal import Principal
 from app.container import Container
 from app.core.db import unit_of_work
 from app.core.pagination import page_of
-from app.errors import Conflict, NotFound
-from app.models import Approval, Session, Turn
+from app.errors import Conflict, NotFound, session_not_open
+from app.models import Approval, Turn
 from app.models.base import utcnow
-from app.runtime.manager import TurnManager
-from app.runtime.port.journal import HumanDecision, TurnRun
-from app.runtime.resume import human_decision, resume_run
-from app.runtime.store.quota import token_quota_of
-from app.runtime.stream import TurnStream
+from app.runtime.engine import Started, TurnEngine
 from app.sessions.repository import SessionRepository
-from app.sessions.service import session_not_open
 from app.turns.repository import TurnRepository
-from app.usage.service import LimitsService
-
-
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    turn_id: uuid.UUID
-    stream: TurnStream
 
 
 class ApprovalService:
     def __init__(self, container: Container, principal: Principal) -> None:
         self.container = container
-        self.manager: TurnManager = container.turns
+        self.engine: TurnEngine = container.turn_engine
         self.principal = principal
 
     async def list(
@@ -61,39 +48,36 @@ class ApprovalService:
             raise NotFound(f"Approval {approval_id} not found")
         return found
 
-    async def decide(self, approval_id: uuid.UUID, body: schemas.ApprovalDecision) -> Resumed | schemas.StillWaiting:
+    async def decide(self, approval_id: uuid.UUID, body: schemas.ApprovalDecision) -> Started | schemas.StillWaiting:
         item = schemas.BatchDecisionItem(approval_id=approval_id, **body.model_dump())
         async with unit_of_work(self.container.session_factory) as db:
             turn_id = (await self._load(db, approval_id)).turn_id
         return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]))
 
-    async def decide_batch(self, turn_id: uuid.UUID, body: schemas.BatchDecision) -> Resumed | schemas.StillWaiting:
-        """All decisions or none; the turn row is locked so concurrent deciders queue behind each other."""
+    async def decide_batch(self, turn_id: uuid.UUID, body: schemas.BatchDecision) -> Started | schemas.StillWaiting:
+        """All decisions or none, in the engine's resume (the turn row locked, so concurrent deciders
+        queue behind each other); the last one of the batch resumes the turn."""
         ids = [d.approval_id for d in body.decisions]
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
         async with unit_of_work(self.container.session_factory) as db:
             await self._visible_turn(db, turn_id)  # another tenant's or user's turn: 404 before any wait or lock
-        self.manager.admit()
-        # A client may decide as soon as it sees approval.required, while the run is still settling.
-        await self.manager.wait(turn_id)
-        async with unit_of_work(self.container.session_factory) as db:
-            turn, session = await self._lock_turn(db, turn_id)
+        waiting: list[schemas.Approval] = []
+
+        async def record(db: AsyncSession) -> uuid.UUID | None:
+            turn = await self._lock_turn(db, turn_id)
             for item in body.decisions:
                 approval = await self._load(db, item.approval_id, for_update=True)
                 if approval.turn_id != turn.id:
                     raise NotFound(f"Approval {item.approval_id} does not belong to turn {turn.id}")
                 self._apply(approval, item)
             await db.flush()
-            approvals = ApprovalRepository(db, self.principal.tenant_id)
-            batch = await approvals.of_turn(turn.id, loop=turn.loop_count)
-            waiting = [a for a in batch if a.status == "pending"]
-            if waiting:
-                return schemas.StillWaiting(
-                    turn_id=turn.id, pending=[schemas.Approval.model_validate(a) for a in waiting]
-                )
-            run = await self._claim(db, turn, session, ids[-1], {a.tool_call_id: human_decision(a) for a in batch})
-        return Resumed(turn.id, self.manager.launch(run))
+            batch = await ApprovalRepository(db, self.principal.tenant_id).of_turn(turn.id, loop=turn.loop_count)
+            waiting.extend(schemas.Approval.model_validate(a) for a in batch if a.status == "pending")
+            return None if waiting else ids[-1]
+
+        started = await self.engine.resume(self.principal, turn_id, record)
+        return started if started is not None else schemas.StillWaiting(turn_id=turn_id, pending=waiting)
 
     async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id, for_update=for_update)
@@ -101,14 +85,14 @@ class ApprovalService:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
-    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> tuple[Turn, Session]:
+    async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await self._visible_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)
         if session is None or session.status != "open":
             raise session_not_open(turn.session_id, session.status if session else "closed")
-        return turn, session
+        return turn
 
     def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:
         if approval.status != "pending":
@@ -118,19 +102,3 @@ class ApprovalService:
         approval.edited_arguments = item.arguments if item.decision == "approve" else None
         approval.decided_by = self.principal.sub
         approval.decided_at = utcnow()
-
-    async def _claim(
-        self,
-        db: AsyncSession,
-        turn: Turn,
-        session: Session,
-        approval_id: uuid.UUID,
-        decisions: dict[str, HumanDecision],
-    ) -> TurnRun:
-        turns = TurnRepository(db, self.principal.tenant_id)
-        if not await turns.claim_for_resume(turn.id, approval_id=approval_id, runner_id=self.manager.runner_id):
-            raise Conflict(f"Turn {turn.id} was resumed by another decision")
-        await db.refresh(turn)
-        ceilings = await LimitsService(db, self.principal).ceilings()
-        quota = token_quota_of(ceilings)
-        return await resume_run(self.manager.store, turn, session, approval_id, decisions, token_quota=quota)

@@ -1,5 +1,7 @@
-"""The live turns of this process: launch, follow, cancel, hand over on shutdown, and continue the
-turns of replicas that died or drained (app/runtime/continuation.py)."""
+"""The live turns of this process: launch, follow, cancel, hand over on shutdown (drain), continue
+the turns of replicas that died or drained, and start queued turns as their sessions fall idle.
+
+Only the engine (app/runtime/engine.py) and the app's lifespan use it."""
 
 from __future__ import annotations
 
@@ -7,41 +9,32 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.auth.signing import SigningKeys, TurnCredentials
-from app.context.engine_client import ContextEngineClient
 from app.core.metrics import LIVE_TURNS, TURNS_STARTED
 from app.core.sql import Sql
 from app.errors import ServiceUnavailable
-from app.governance.gate import Governance
-from app.providers.registry import ProviderRegistry
-from app.runtime.continuation import Claimed, claim, continued_run
-from app.runtime.lease import LEASE_SECONDS, QUEUE_SWEEP_EVERY, Orphan, RunnerLease
+from app.runtime.lease import QUEUE_SWEEP_EVERY, RunnerLease
 from app.runtime.port.events import EndStatus
-from app.runtime.port.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.port.journal import TurnIdentity, TurnRun
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import HAND_OVER, execute
+from app.runtime.runs import continued_run, started_run
+from app.runtime.services import RunServices
 from app.runtime.store.admission import Admission
+from app.runtime.store.claims import Claimed, ClaimStore
 from app.runtime.store.notify import EventListener, request_cancel
 from app.runtime.store.queue import TurnQueue
-from app.runtime.store.quota import LedgerQuota, token_quota_of
+from app.runtime.store.runners import LEASE_SECONDS, Orphan
 from app.runtime.store.turns import TurnStore, end_unowned_turn
 from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
-from app.tools.mcp_gateway import McpGatewayClient
-from app.tools.toolbox import LocalTools, ToolBox
 
 log = logging.getLogger(__name__)
-DEFAULT_RUNTIME = "langgraph"
 DRAIN_RETRY_SECONDS = 5
 """`Retry-After` of a turn refused while draining: by then the load balancer routes to another replica."""
-AUTONOMOUS = "autonomous"
-"""An autonomous turn runs on `{runtime}+autonomous`: its agent's runtime wrapped in PLAN / PURSUE."""
 LISTEN_POLL_SECONDS = 2.0
 REMOTE_CANCEL_SECONDS = 5.0
 
@@ -52,21 +45,8 @@ class LiveTurn:
     task: asyncio.Task[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Outbound:
-    """How turns reach the outside: signing keys and the optional Context Engine and MCP gateway."""
-
-    signing: SigningKeys | None = None
-    issuer: str = "agent-runtime"
-    token_ttl: int = 300
-    context_engine: ContextEngineClient | None = None
-    gateway: McpGatewayClient | None = None
-
-
 QUEUE_POLL_SECONDS = 1.0
 """How often a queued turn's watcher looks at its session without a NOTIFY (SQLite, a lost one)."""
-MemoryToolsFactory = Callable[[str, str, uuid.UUID], LocalTools]
-"""(tenant_id, the user the agent acts for, agent_id) → that turn's `builtin:memory` tools."""
 
 
 class TurnManager:
@@ -75,31 +55,26 @@ class TurnManager:
         *,
         engine: AsyncEngine,
         sql: Sql,
-        runtimes: Mapping[str, TurnRuntime],
-        providers: ProviderRegistry,
-        outbound: Outbound,
-        listener: EventListener | None = None,
-        memory_tools: MemoryToolsFactory | None = None,
+        services: RunServices,
+        listen: bool = False,
     ) -> None:
         self.engine = engine
-        self.memory_tools = memory_tools
+        self.services = services
         self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-        self.listener = listener
+        self.listener = EventListener(engine.url) if listen else None
+        """PostgreSQL: LISTEN for other replicas' events and cancel requests (SQLite serves one process)."""
         self.store = TurnStore(sql)
         self.queue = TurnQueue(sql)
+        self.claims = ClaimStore(sql)
         self._waiters: set[asyncio.Task[None]] = set()
         self.flusher = BatchFlusher(sql)
-        self.runtimes = dict(runtimes)
-        """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
-        self.providers = providers
-        self.outbound = outbound
         self._live: dict[uuid.UUID, LiveTurn] = {}
         self.draining = False
         """Set by SIGTERM: readiness fails and new turns are refused while running turns finish."""
         self.lease = RunnerLease(engine, self.recover)
         self._sweeps = 0
-        if listener is not None:
-            listener.on_cancel = self._cancel_on_request
+        if self.listener is not None:
+            self.listener.on_cancel = self._cancel_on_request
 
     def _cancel_on_request(self, turn_id: uuid.UUID) -> None:
         entry = self._live.get(turn_id)
@@ -124,7 +99,9 @@ class TurnManager:
         return self.lease.runner_id
 
     async def start(self) -> None:
-        """Register this process and end the turns of processes that died."""
+        """Listen, register this process and continue the turns of processes that died."""
+        if self.listener is not None:
+            await self.listener.start()
         await self.lease.start()
 
     def live(self, turn_id: uuid.UUID) -> TurnStream | None:
@@ -173,7 +150,7 @@ class TurnManager:
         turn_id = run.ident.turn_id
         journal = TurnRecorder(run.ident, run.owner_sub, stream, self.store)
         task = asyncio.create_task(
-            execute(self.runtime_of(run), run, self._services(run), journal, stream, self.store),
+            execute(self.services.runtime_of(run), run, self.services.services_of(run), journal, stream, self.store),
             name=f"turn-{turn_id}",
         )
         task.add_done_callback(lambda _: self._forget(turn_id))
@@ -186,56 +163,6 @@ class TurnManager:
     def _forget(self, turn_id: uuid.UUID) -> None:
         self._live.pop(turn_id, None)
         LIVE_TURNS.set(len(self._live))
-
-    def runtime_of(self, run: TurnRun) -> TurnRuntime:
-        name = str(run.snapshot.get("runtime", DEFAULT_RUNTIME))
-        if run.mode == "autonomous":
-            name = f"{name}+{AUTONOMOUS}"
-        return self.runtimes.get(name) or UnavailableRuntime(name)
-
-    def _services(self, run: TurnRun) -> TurnServices:
-        snapshot, out = run.snapshot, self.outbound
-        credentials = None
-        if out.signing is not None:
-            credentials = TurnCredentials(
-                out.signing,
-                issuer=out.issuer,
-                ttl_seconds=out.token_ttl,
-                tenant_id=run.ident.tenant_id,
-                agent_id=str(run.ident.agent_id),
-                session_id=str(run.ident.session_id),
-                turn_id=str(run.ident.turn_id),
-                user_sub=run.owner_sub,
-            )
-        context_token = gateway_token = None
-        if credentials is not None and out.context_engine is not None:
-            context_token = _bind(credentials, "context-engine")
-        if credentials is not None and out.gateway is not None:
-            gateway_token = _bind(credentials, "mcp-gateway")
-        return TurnServices(
-            provider=self.providers.for_turn(run.ident.tenant_id, snapshot["model"]),
-            tools=ToolBox(
-                tool_refs=list(snapshot.get("tools", [])),
-                gateway=out.gateway,
-                gateway_token=gateway_token,
-                team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
-                local=self._memory(run),
-            ),
-            governance=Governance(
-                self.store.sql,
-                tenant_id=run.ident.tenant_id,
-                agent_rules=list(snapshot.get("policies", [])),
-                tool_blacklist=list(snapshot.get("tool_blacklist", [])),
-            ),
-            context_engine=out.context_engine if context_token else None,
-            context_token=context_token,
-            quota=LedgerQuota(self.store.sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
-        )
-
-    def _memory(self, run: TurnRun) -> LocalTools | None:
-        if self.memory_tools is None or "builtin:memory" not in run.snapshot.get("tools", []):
-            return None
-        return self.memory_tools(run.ident.tenant_id, run.owner_sub, run.ident.agent_id)
 
     async def wait_for_events(self, turn_id: uuid.UUID, poll_seconds: float) -> None:
         """Until new events of a turn run elsewhere may be stored: a NOTIFY, or the poll interval."""
@@ -278,6 +205,8 @@ class TurnManager:
         await self.hand_over()
         await self.flusher.close()
         await self.lease.stop()
+        if self.listener is not None:
+            await self.listener.close()
 
     async def end_orphan(
         self, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
@@ -330,7 +259,7 @@ class TurnManager:
         available here) ends `failed` / `server_restarted` instead.
         """
         try:
-            claimed = await claim(self.store.sql, orphan, self.runner_id)
+            claimed = await self.claims.claim(orphan, self.runner_id)
         except (OSError, SQLAlchemyError) as exc:
             log.warning("turn %s not claimed this sweep (%s)", orphan.turn_id, type(exc).__name__)
             return False
@@ -350,12 +279,10 @@ class TurnManager:
 
     async def _continued_run(self, claimed: Claimed) -> TurnRun | None:
         session = await self.store.session_for_turn(claimed.orphan.tenant_id, claimed.session_id, None)
-        if session is None or not self.providers.available(session["snapshot"].get("model") or {}):
+        if session is None:
             return None
-        run = await continued_run(self.store, self.engine, claimed, session)
-        if isinstance(self.runtime_of(run), UnavailableRuntime):
-            return None
-        return run
+        run = await continued_run(self.store, self.claims, claimed, session)
+        return run if self.services.can_run(run) else None
 
     async def start_next(self, tenant_id: str, session_id: uuid.UUID) -> uuid.UUID | None:
         """Start the session's oldest queued turn here if the session is idle; its id, or None."""
@@ -366,27 +293,12 @@ class TurnManager:
             await self.queue.cancel_queued(tenant_id, session_id)
             return None
         ident = TurnIdentity(tenant_id, session_id, uuid.uuid4(), session["agent_id"])
-        admission = Admission.of(session)
-        row = await self.queue.promote(ident, self.runner_id, max_concurrent=admission.ceilings.max_concurrent_turns)
+        ceiling = Admission.of(session).ceilings.max_concurrent_turns
+        row = await self.queue.promote(ident, self.runner_id, max_concurrent=ceiling)
         if row is None:
             return None
-        self.launch(
-            TurnRun(
-                ident=TurnIdentity(tenant_id, session_id, row["id"], session["agent_id"]),
-                agent_version=session["agent_version"],
-                owner_sub=row["owner_sub"],
-                snapshot=session["snapshot"],
-                input=row["input"],
-                history=await self.store.history(tenant_id, session_id),
-                max_loops=row["max_loops"],
-                max_output_tokens=row["max_output_tokens"],
-                max_total_tokens=row["max_total_tokens"],
-                token_quota=token_quota_of(admission.ceilings),
-                mode=row["mode"],
-                max_steps=row["max_steps"] or 0,
-                seq_ceiling=row["seq_ceiling"],
-            )
-        )
+        started_ident = TurnIdentity(tenant_id, session_id, row["id"], session["agent_id"])
+        self.launch(started_run(started_ident, session, row, await self.store.history(tenant_id, session_id)))
         started: uuid.UUID = row["id"]
         return started
 
@@ -423,18 +335,3 @@ def _stop_taken(task: asyncio.Task[str]) -> None:
     made by the run's own task raises that stop itself)."""
     if asyncio.current_task() is not task:
         task.cancel(msg=ABANDON)
-
-
-class UnavailableRuntime:
-    """Stands in for a runtime this process does not have: the run fails at once, with a reason."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
-        error = {"code": "runtime_unavailable", "message": f"runtime {self.name!r} is not available in this service"}
-        yield Progress(status="failed", error=error)
-
-
-def _bind(credentials: TurnCredentials, audience: str) -> Any:
-    return lambda: credentials.token_for(audience)  # type: ignore[arg-type]

@@ -29,9 +29,8 @@ from typing import Any
 from sqlalchemy import Table
 
 from app.core.sql import Sql
-from app.core.sse import encode_frame, retry_frame
 from app.models.base import utcnow
-from app.runtime.port.events import EventBody, TurnEnded, stamp
+from app.runtime.port.events import EventBody, Followed, LoggedEvent, Reconnect, TurnEnded, stamp
 from app.runtime.store.batch import CEILINGS, EVENTS, Fence, Settle, StagedRow, Written, ceiling_row, write_rows
 
 log = logging.getLogger(__name__)
@@ -286,7 +285,7 @@ class TurnStream:
         self.first_seq = last_seq + 1
         self._turn_key = str(turn_id)
         self._seq = last_seq
-        self._frames: list[bytes] = []
+        self._events: list[LoggedEvent] = []
         self._writer = writer
         self._changed = asyncio.Event()
         self.done = False
@@ -312,9 +311,9 @@ class TurnStream:
         return self._durable
 
     def emit(self, event: EventBody) -> int:
-        seq, row, frame = self._next(event)
+        seq, row, logged = self._next(event)
         self._writer.stage(EVENTS, row)
-        self._frames.append(frame)
+        self._events.append(logged)
         if seq > self._asked - SEQ_BLOCK // 2:
             self._asked = seq + SEQ_BLOCK
             self._writer.reserve(self.turn_id, self.tenant_id, self._asked, now=seq > self._durable)
@@ -343,11 +342,11 @@ class TurnStream:
 
         If `settle` finds the turn already settled elsewhere (a cancel), the event is dropped.
         """
-        seq, row, frame = self._next(event)
+        seq, row, logged = self._next(event)
         try:
             settled = await self._writer.close(settle, (EVENTS, row))
             if settled:
-                self._frames.append(frame)
+                self._events.append(logged)
                 self._durable = seq
             return settled
         finally:
@@ -379,7 +378,7 @@ class TurnStream:
         self.done = True
         self._wake()
 
-    def _next(self, event: EventBody) -> tuple[int, dict[str, Any], bytes]:
+    def _next(self, event: EventBody) -> tuple[int, dict[str, Any], LoggedEvent]:
         self._seq += 1
         seq = self._seq
         text = stamp(self._turn_key, seq, event)
@@ -391,28 +390,29 @@ class TurnStream:
             "data": text,
             "created_at": utcnow(),
         }
-        return seq, row, encode_frame(seq, event.type, text)
+        return seq, row, LoggedEvent(seq, event.type, text)
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def follow(self, after: int) -> AsyncIterator[bytes]:
-        """Frames with seq > `after` (at least `first_seq - 1`), live until the run is done.
+    async def follow(self, after: int) -> AsyncIterator[Followed]:
+        """Events with seq > `after` (at least `first_seq - 1`), live until the run is done; a
+        `Reconnect` last if the run stopped without `turn.ended`.
 
-        Frames that arrived together are sent as one chunk: fewer writes, same bytes.
+        Events that arrived together come as one batch (the HTTP edge sends them as one chunk).
         """
         index = max(after - self.first_seq + 1, 0)
         while True:
             waiter = self._changed
-            shown = min(len(self._frames), self._durable - self.first_seq + 1)
+            shown = min(len(self._events), self._durable - self.first_seq + 1)
             if index < shown:
-                chunk = self._frames[index:shown]
-                index += len(chunk)
-                yield chunk[0] if len(chunk) == 1 else b"".join(chunk)
+                batch = self._events[index:shown]
+                index += len(batch)
+                yield batch
                 continue
             if self.done:
                 if self.handed_over:
-                    yield retry_frame(RECONNECT_MS)
+                    yield Reconnect(RECONNECT_MS)
                 return
             await waiter.wait()

@@ -110,13 +110,6 @@ class SessionService:
         )
 
 
-def session_not_open(session_id: uuid.UUID, status: str) -> Conflict:
-    """409 for a turn (or a decision) on a session that ended; `code` says which way it ended."""
-    if status == "expired":
-        return Conflict(f"Session {session_id} expired: it was idle too long", code="session_expired")
-    return Conflict(f"Session {session_id} is closed", code="session_closed")
-
-
 _MAX_ID_DIGITS = len(str(INT64_MAX))
 
 

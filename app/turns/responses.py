@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 
 from app.core.negotiation import negotiate
-from app.core.sse import SSE_MEDIA_TYPE
+from app.core.sse import SSE_MEDIA_TYPE, encode_frame, event_stream_response, retry_frame
 from app.deps import ContainerDep, CurrentPrincipal, TurnEventsPrincipal
-from app.runtime.port.events import SSE_RESPONSE
+from app.runtime.port.events import SSE_RESPONSE, Followed, Reconnect
 from app.turns.schemas import Turn
 from app.turns.service import TurnService
 
@@ -35,6 +37,21 @@ PreferHeader = Annotated[
     str | None,
     Header(description="`respond-async` (RFC 7240): answer 202 with the turn at once instead of streaming it."),
 ]
+
+
+async def sse_frames(followed: AsyncIterator[Followed]) -> AsyncIterator[bytes]:
+    """A turn's events as SSE, encoded here and only here: events that came together as one chunk, the
+    cut of a handed-over run as a `retry:` (the client reconnects with `Last-Event-ID`)."""
+    async with aclosing(followed) as items:  # type: ignore[type-var]
+        async for item in items:
+            if isinstance(item, Reconnect):
+                yield retry_frame(item.after_ms)
+            else:
+                yield b"".join(encode_frame(event.seq, event.type, event.data) for event in item)
+
+
+def event_stream(followed: AsyncIterator[Followed], ping_seconds: float) -> Response:
+    return event_stream_response(sse_frames(followed), ping_seconds=ping_seconds)
 
 
 def wants_async(prefer: str | None) -> bool:

@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from app.core.bounds import INT32_MAX
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
-from app.core.sse import EventStreamResponse, event_stream_response
+from app.core.sse import EventStreamResponse
 from app.runtime.port.events import SSE_RESPONSE
 from app.turns import schemas
 from app.turns.responses import (
@@ -23,6 +23,7 @@ from app.turns.responses import (
     TurnRepresentation,
     TurnServiceDep,
     accepted,
+    event_stream,
     finished,
     wants_async,
     wants_json,
@@ -51,13 +52,13 @@ async def create_turn(
     """Run one turn. Streams its events (default), answers the finished turn for `Accept: application/json`,
     or the started turn at once (202) for `Prefer: respond-async` — and, without the `Prefer`, when this
     replica shuts down before the turn ends (another replica continues it)."""
-    turn_id, stream = await service.start(session_id, body)
+    started = await service.start(session_id, body)
     if wants_async(prefer):
-        return accepted(await service.get(turn_id))
+        return accepted(await service.get(started.turn_id))
     if wants_json(representation):
-        return finished(await service.finished(turn_id))
+        return finished(await service.finished(started.turn_id))
     ping = service.container.settings.http.sse_ping_seconds
-    return event_stream_response(stream.follow(0), ping_seconds=ping)
+    return event_stream(started.follow(0), ping)
 
 
 @router.get("/sessions/{session_id}/turns", operation_id="listTurns", response_model=schemas.TurnPage)
@@ -94,7 +95,7 @@ async def turn_events(
     start = last_event_id if last_event_id is not None else (after or 0)
     await service.get(turn_id)
     ping = service.container.settings.http.sse_ping_seconds
-    return event_stream_response(service.follow(turn_id, start), ping_seconds=ping)
+    return event_stream(service.follow(turn_id, start), ping)
 
 
 @router.post(

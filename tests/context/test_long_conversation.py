@@ -51,7 +51,7 @@ class Recording(ScriptedProvider):
 @pytest.fixture
 def recorder(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> Recording:
     recording = Recording()
-    monkeypatch.setattr(app.state.container.turns, "providers", ProviderRegistry({"scripted": recording}))
+    monkeypatch.setattr(app.state.container.turns.services, "providers", ProviderRegistry({"scripted": recording}))
     return recording
 
 

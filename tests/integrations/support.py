@@ -40,7 +40,7 @@ class RecordingProvider:
 
 def record_model_calls(app: FastAPI) -> RecordingProvider:
     recorder = RecordingProvider()
-    app.state.container.turns.providers = ProviderRegistry({"scripted": recorder})
+    app.state.container.turns.services.providers = ProviderRegistry({"scripted": recorder})
     return recorder
 
 

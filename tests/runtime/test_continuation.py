@@ -27,8 +27,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.main import create_app
 from app.models import Runner, Turn, TurnEvent
 from app.models.base import utcnow
-from app.runtime.lease import STALE_SECONDS, lock_key
 from app.runtime.manager import TurnManager
+from app.runtime.store.runners import STALE_SECONDS, lock_key
 from app.runtime.stream import TurnStream
 from app.settings import McpGatewaySettings
 from tests.approvals.helpers import GATE_CALCULATOR

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import Query, asyncpg_dsn
 from app.models import Runner, Turn
 from app.models.base import utcnow
-from app.runtime.lease import orphaned_turns
+from app.runtime.store.runners import orphaned_turns
 from tests.conftest import make_settings, running_app
 from tests.turns.support import scripted_session, wait_for_status
 

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-from app.runtime.manager import TurnManager
 from app.runtime.port.events import EventBody
 from app.runtime.port.journal import Progress, TurnIdentity, TurnRun
 from app.runtime.runner import execute
+from app.runtime.services import RunServices
 from tests.graph.memory import MemoryJournal
 
 
@@ -90,7 +90,7 @@ async def test_a_shutdown_while_settling_keeps_the_decided_outcome() -> None:
 async def test_a_runtime_this_process_lacks_fails_the_turn_with_a_reason() -> None:
     stream = GatedStream()
     stream.gate.set()
-    runtime = TurnManager.runtime_of(SimpleNamespace(runtimes={}), _run())  # type: ignore[arg-type]
+    runtime = RunServices.runtime_of(SimpleNamespace(runtimes={}), _run())  # type: ignore[arg-type]
     assert await execute(runtime, _run(), None, None, stream, None) == "failed"  # type: ignore[arg-type]
     [ended] = [data for kind, data in stream.events if kind == "turn.ended"]
     assert ended["error"]["code"] == "runtime_unavailable"

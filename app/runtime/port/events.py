@@ -9,6 +9,8 @@ REST layer all read it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -242,6 +244,31 @@ ENVELOPE: dict[str, Any] = {
     "turn_id": {"type": "string", "title": "Turn Id"},
     "seq": {"type": "integer", "title": "Seq"},
 }
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One event of a turn's log as a follower gets it: its seq, its type and its stored JSON (`stamp`)."""
+
+    seq: int
+    type: str
+    data: str
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = orjson.loads(self.data)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    """The run stopped without `turn.ended` (handed over, or taken over): follow the turn again, from
+    the last event seen, after `after_ms` (another replica continues it)."""
+
+    after_ms: int
+
+
+Followed = Sequence[LoggedEvent] | Reconnect
+"""What following a turn yields: events that arrived together (in order), or the cut of its run."""
 
 
 def stamp(turn_key: str, seq: int, event: EventBody) -> str:

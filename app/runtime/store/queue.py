@@ -66,6 +66,13 @@ ACTIVE_TURN = Query(
         _active(Turn.status),
     )
 )
+ACTIVE = Query(
+    select(Turn.id, Turn.status).where(
+        Turn.tenant_id == bindparam("tenant_id"),
+        Turn.session_id == bindparam("session_id"),
+        _active(Turn.status),
+    )
+)
 CANCEL_ONE = Query(
     update(_turns)
     .where(
@@ -142,6 +149,10 @@ class TurnQueue:
             ACTIVE_TURN, {"tenant_id": tenant_id, "session_id": session_id}
         )
         return value
+
+    async def active(self, tenant_id: str, session_id: uuid.UUID) -> Mapping[str, Any] | None:
+        """The session's active turn (`id`, `status`), if it has one."""
+        return await self.sql.fetchrow(ACTIVE, {"tenant_id": tenant_id, "session_id": session_id})
 
     async def cancel(self, tenant_id: str, turn_id: uuid.UUID) -> bool:
         """Cancel one queued turn; False if it is no longer queued."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Integer, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -34,7 +34,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
+from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, LoggedEvent, TurnEnded, stamp
 from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store.admission import (
     SLOT_ATTEMPTS,
@@ -172,6 +172,38 @@ MAX_SEQ = Query(
         TurnEvent.tenant_id == bindparam("tenant_id"), TurnEvent.turn_id == bindparam("turn_id")
     )
 )
+
+TURN_PROGRESS = Query(
+    select(Turn.status, Turn.last_seq).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
+)
+EVENTS_AFTER = Query(
+    select(TurnEvent.seq, TurnEvent.type, TurnEvent.data)
+    .where(
+        TurnEvent.tenant_id == bindparam("tenant_id"),
+        TurnEvent.turn_id == bindparam("turn_id"),
+        TurnEvent.seq > bindparam("after", type_=Integer()),
+    )
+    .order_by(TurnEvent.seq)
+    .limit(bindparam("limit", type_=Integer()))
+)
+_approvals = bare(APPROVALS)
+EXPIRE_PENDING = Query(
+    update(_approvals)
+    .where(
+        _approvals.c.tenant_id == bindparam("in_tenant"),
+        _approvals.c.turn_id == bindparam("in_turn"),
+        _approvals.c.status == "pending",
+    )
+    .values(status="expired")
+)
+"""The approvals of a turn that ended without their decisions can no longer be decided."""
+_messages = bare(MESSAGES)
+DELETE_MESSAGES = Query(
+    delete(_messages).where(
+        _messages.c.tenant_id == bindparam("tenant_id"), _messages.c.turn_id == bindparam("turn_id")
+    )
+)
+"""A rolled-back turn's messages leave its session's history (its events, receipts and usage stay)."""
 
 PLAN_EVENTS = Query(
     select(TurnEvent.data)
@@ -320,6 +352,23 @@ class TurnStore:
         """An autonomous turn's `plan.*` events in order: its plan and each step's state."""
         rows = await self.sql.fetch(PLAN_EVENTS, {"tenant_id": tenant_id, "turn_id": turn_id})
         return [orjson.loads(r["data"]) for r in rows]
+
+    async def progress(self, tenant_id: str, turn_id: uuid.UUID) -> tuple[str, int]:
+        """The turn's status and the seq its last settle stored (`last_seq`)."""
+        row = await self.sql.fetchrow(TURN_PROGRESS, {"tenant_id": tenant_id, "turn_id": turn_id})
+        if row is None:
+            raise LookupError(f"turn {turn_id} not found")
+        return str(row["status"]), int(row["last_seq"])
+
+    async def events_after(self, tenant_id: str, turn_id: uuid.UUID, after: int, limit: int) -> list[LoggedEvent]:
+        params = {"tenant_id": tenant_id, "turn_id": turn_id, "after": after, "limit": limit}
+        return [LoggedEvent(r["seq"], r["type"], r["data"]) for r in await self.sql.fetch(EVENTS_AFTER, params)]
+
+    async def expire_pending_approvals(self, tenant_id: str, turn_id: uuid.UUID) -> None:
+        await self.sql.execute(EXPIRE_PENDING, {"in_tenant": tenant_id, "in_turn": turn_id})
+
+    async def delete_messages(self, tenant_id: str, turn_id: uuid.UUID) -> None:
+        await self.sql.execute(DELETE_MESSAGES, {"tenant_id": tenant_id, "turn_id": turn_id})
 
     async def max_seq(self, tenant_id: str, turn_id: uuid.UUID) -> int:
         return int(await self.sql.fetchval(MAX_SEQ, {"tenant_id": tenant_id, "turn_id": turn_id}) or 0)
