@@ -30,10 +30,11 @@ from app.runtime.port.events import Followed, Reconnect
 from app.runtime.port.journal import TurnIdentity
 from app.runtime.runs import resumed_run, started_run
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
+from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.claims import ClaimStore
 from app.runtime.store.queue import QueueFull
 from app.runtime.store.turns import message_row
-from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
+from app.runtime.stream import RECONNECT_MS
 
 Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 WAITING_STATUSES = ("running", "queued")

@@ -31,7 +31,17 @@ from sqlalchemy import Table
 from app.core.sql import Sql
 from app.models.base import utcnow
 from app.runtime.port.events import EventBody, Followed, LoggedEvent, Reconnect, TurnEnded, stamp
-from app.runtime.store.batch import CEILINGS, EVENTS, Fence, Settle, StagedRow, Written, ceiling_row, write_rows
+from app.runtime.store.batch import (
+    CEILINGS,
+    EVENTS,
+    SEQ_BLOCK,
+    Fence,
+    Settle,
+    StagedRow,
+    Written,
+    ceiling_row,
+    write_rows,
+)
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
@@ -40,8 +50,6 @@ in-memory log); it bounds what a crash of the process can lose, and the delay se
 this turn on other replicas. Tool calls, approvals and the turn's end are written at once."""
 RECONNECT_MS = 1000
 """The `retry:` a follower of a handed-over run gets: another replica continues the turn at once."""
-SEQ_BLOCK = 512
-"""Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
 ABANDON = "abandon"
 """The cancel message of a run whose turn another replica took over (the fence): it writes nothing more."""
 

@@ -19,9 +19,11 @@ from app.models import Turn, TurnEvent
 from app.providers.base import ToolCall
 from app.runtime.port.journal import Continued, TurnIdentity, TurnRun
 from app.runtime.runner import opening_event
+from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.turns import TurnStore
-from app.runtime.stream import SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.base import ToolResult
+from app.turns.responses import sse_frames
 from tests.turns.support import dispatch, raw_event, runner_of
 
 FOLLOW_TIMEOUT_SECONDS = 30.0
@@ -46,7 +48,7 @@ async def shown(stream: TurnStream, count: int) -> list[int]:
     """The ids of the first `count` frames a follower from the start gets."""
     ids: list[int] = []
     async with asyncio.timeout(FOLLOW_TIMEOUT_SECONDS):
-        async for chunk in stream.follow(0):
+        async for chunk in sse_frames(stream.follow(0)):
             ids += [int(line[4:]) for line in chunk.decode().splitlines() if line.startswith("id: ")]
             if len(ids) >= count:
                 return ids

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.port.journal import ModelUsage, TurnIdentity
-from app.runtime.store.batch import StagedRow
+from app.runtime.store.batch import SEQ_BLOCK, StagedRow
 from app.runtime.store.turns import (
     DECISIONS,
     MESSAGES,
@@ -32,7 +32,7 @@ from app.runtime.store.turns import (
     settle_turn,
     usage_row,
 )
-from app.runtime.stream import EVENTS, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import EVENTS, BatchFlusher, TurnStream, TurnWriter
 from tests.turns.support import now, raw_event
 
 POLICY_HASH = "f" * 64

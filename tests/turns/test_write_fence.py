@@ -20,9 +20,10 @@ from app.core.sql import Sql
 from app.models import Turn
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.port.journal import ModelUsage, TurnIdentity
-from app.runtime.store.batch import LEDGER
+from app.runtime.store.batch import LEDGER, SEQ_BLOCK
 from app.runtime.store.turns import MESSAGES, USAGE, ledger_row, message_row, usage_row
-from app.runtime.stream import ABANDON, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
+from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
+from app.turns.responses import sse_frames
 from tests.turns.support import POLL_TIMEOUT_SECONDS, raw_event, runner_of
 from tests.turns.test_turn_writer import count, counts
 
@@ -53,7 +54,7 @@ async def claim_for_another(engine: AsyncEngine, turn_id: uuid.UUID) -> None:
 
 async def frames_of(stream: TurnStream) -> str:
     async with asyncio.timeout(FOLLOW_TIMEOUT_SECONDS):
-        return "".join([chunk.decode() async for chunk in stream.follow(0)])
+        return "".join([chunk.decode() async for chunk in sse_frames(stream.follow(0))])
 
 
 async def test_a_flush_of_a_run_that_lost_its_turn_stores_nothing_and_stops_the_run(

@@ -75,6 +75,8 @@ EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 CEILINGS = TURNS
 """A staged row on `turns` raises a running turn's `seq_ceiling` (`ceiling_row`); it inserts nothing."""
 CEILING_PREFIX = "c_"
+SEQ_BLOCK = 512
+"""Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
 CEILING_COLUMNS = ("turn_id", "tenant_id", "runner_id", "seq_ceiling")
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
 KEEP_FIRST: dict[Table, str] = {LEDGER: "idempotency_key"}

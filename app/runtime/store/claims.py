@@ -25,9 +25,9 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.port.events import ContinueReason
 from app.runtime.port.journal import HumanDecision, TurnIdentity, event_key
+from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.runners import Orphan
 from app.runtime.store.turns import MAX_SEQ, RUN_COLUMNS, TURNS, chat_message
-from app.runtime.stream import SEQ_BLOCK
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
 """Events a continuation would emit again for work the lost run had begun (see `Continued.stored_events`)."""

@@ -23,8 +23,8 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.port.journal import TurnIdentity
 from app.runtime.store.admission import free_slot, slot_params
+from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.turns import MESSAGES, RUN_COLUMNS, TURNS, message_row
-from app.runtime.stream import SEQ_BLOCK
 
 MAX_QUEUED_PER_SESSION = 16
 
