@@ -26,7 +26,7 @@ from app.models import ACTIVE_STATUSES
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.manager import TurnManager
-from app.runtime.port.events import Followed, Reconnect
+from app.runtime.port.events import Followed, LoggedEvent, Reconnect
 from app.runtime.port.journal import TurnIdentity
 from app.runtime.runs import resumed_run, started_run
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
@@ -294,14 +294,16 @@ class TurnEngine:
                     return
             await self.manager.wait_for_events(turn_id, POLL_SECONDS if settle_polls == 0 else 0.05)
 
-    async def _resumed_after(self, tenant_id: str, turn_id: uuid.UUID, ended: Any) -> bool:
+    async def _resumed_after(self, tenant_id: str, turn_id: uuid.UUID, ended: LoggedEvent) -> bool:
         """Whether this `turn.ended` is an interrupt that a decision has resumed since."""
         if ended.body().get("status") != "interrupted":
             return False
         status, last_seq = await self._store.progress(tenant_id, turn_id)
         return status != "interrupted" or last_seq > ended.seq
 
-    async def _replay(self, tenant_id: str, turn_id: uuid.UUID, after: int, *, upto: int | None) -> AsyncIterator[Any]:
+    async def _replay(
+        self, tenant_id: str, turn_id: uuid.UUID, after: int, *, upto: int | None
+    ) -> AsyncIterator[list[LoggedEvent]]:
         while upto is None or after < upto:
             events = await self._store.events_after(tenant_id, turn_id, after, REPLAY_PAGE)
             shown = [e for e in events if upto is None or e.seq <= upto]
