@@ -19,9 +19,10 @@ from app.adapters import ag_ui
 from app.adapters.runs import AdapterRuns
 from app.auth.principal import Principal
 from app.main import create_app
+from app.runtime.port.events import Followed, LoggedEvent
 from app.settings import Settings
 from tests.factories import create_agent, create_session
-from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp, sse
+from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
 from tests.turns.loopback import serve_asgi
 
 
@@ -38,8 +39,8 @@ async def test_an_adapter_follows_a_cut_turn_through_the_store_into_its_continua
         assert front.result is not None
         shown, stored = front.result.shown, front.result.stored
 
-        async def cut(after: int) -> AsyncIterator[bytes]:
-            yield sse([e for e in shown if e["seq"] > after])
+        async def cut(after: int) -> AsyncIterator[Followed]:
+            yield [LoggedEvent(e["seq"], e["type"], json.dumps(e)) for e in shown if e["seq"] > after]
 
         runs = AdapterRuns(app.state.container, Principal(sub="alice", tenant_id=tenant))
         turn_id = uuid.UUID(shown[0]["turn_id"])
