@@ -39,6 +39,7 @@ from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.interop.a2a_server.router import router as a2a_router
 from app.interop.mcp_server.router import router as mcp_router
 from app.interop.mcp_server.server import McpServer
 from app.jwks import router as jwks_router
@@ -270,6 +271,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         web_router,
         adapters_router,
         mcp_router,
+        a2a_router,
     ):
         app.include_router(router)
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")

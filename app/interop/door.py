@@ -54,6 +54,14 @@ class Call:
     events: Events
 
 
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    id: uuid.UUID
+    agent_id: uuid.UUID
+    name: str
+    """The caller's `external_id` for the session, or its id."""
+
+
 class Door:
     def __init__(self, container: Container, principal: Principal, channel: Channel) -> None:
         self.container = container
@@ -104,6 +112,14 @@ class Door:
     async def ask(self, session_id: uuid.UUID, text: str) -> Call:
         turn_id, stream = await self._turns.start(session_id, TurnCreate(input=text), channel=self.channel)
         return Call(session_id, turn_id, self._runs.through_hand_overs(turn_id, stream.follow, stream.first_seq - 1))
+
+    async def conversation(self, session_id: uuid.UUID) -> SessionView:
+        """The session as a protocol names it: its agent and the caller's name for it (or its id)."""
+        async with unit_of_work(self.container.session_factory) as db:
+            found = await SessionRepository(db, self.principal.tenant_id).get(self.principal, session_id)
+        if found is None:
+            raise NotFound(f"Session {session_id} not found")
+        return SessionView(found.id, found.agent_id, found.external_id or str(found.id))
 
     async def latest(self, session_id: uuid.UUID) -> Turn | None:
         """The session's latest turn, if any (404 for a session the caller may not see)."""
