@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from app.runtime.events import ErrorInfo, TurnStatus, Usage
+from app.runtime.port.events import ErrorInfo, TurnStatus, Usage
 
 Channel = Literal["api", "mcp", "a2a"]
 """The door a turn came through: the REST API (and its stream adapters), the MCP server or the A2A server."""
