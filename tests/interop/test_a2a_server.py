@@ -157,6 +157,8 @@ async def test_errors_are_a2a_json_rpc_errors(base_url: str, api: httpx.AsyncCli
         await api.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {}}, headers=user)
     ).json()
     assert bad["error"]["code"] == -32602
+    garbage = await api.post(url, content=b"{not json", headers={**user, "Content-Type": "text/plain"})
+    assert (garbage.status_code, garbage.json()["error"]["code"]) == (200, -32700)
     not_rpc = await api.post(url, json={"hello": 1}, headers=user)
     assert not_rpc.status_code == 200
     assert not_rpc.json()["error"]["code"] == -32600

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
 from a2a.server.apps.jsonrpc.starlette_app import A2AStarletteApplication
+from a2a.types import JSONParseError, JSONRPCErrorResponse
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
 from app.core.problems import problem_responses
 from app.core.sse import SSE_MEDIA_TYPE
@@ -17,6 +20,18 @@ from app.interop.auth import DoorPrincipal, base_url
 from app.interop.door import Door
 
 router = APIRouter(tags=["a2a"])
+_SDK_LOG = "a2a.server.apps.jsonrpc.jsonrpc_app"
+
+
+class _ClientMistakes(logging.Filter):
+    """The SDK logs each request that fails JSON-RPC validation as an error with its traceback; it is a
+    client's mistake, answered with -32600 / -32602, not a fault of ours (its other errors stay logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to validate")
+
+
+logging.getLogger(_SDK_LOG).addFilter(_ClientMistakes())
 _OBJECT = {"type": "object", "additionalProperties": True}
 
 
@@ -63,9 +78,15 @@ async def agent_card(
     },
 )
 async def rpc(agent_id: uuid.UUID, request: Request, container: ContainerDep, principal: DoorPrincipal) -> Response:
-    """A2A JSON-RPC for one agent: a task is a turn, `contextId` a session."""
+    """A2A JSON-RPC for one agent: a task is a turn, `contextId` a session. Protocol errors are JSON-RPC
+    error objects (HTTP 200), as A2A clients expect; problem+json is for the HTTP layer (auth, agent)."""
     door = Door(container, principal, "a2a")
     agent = await door.agent(agent_id)
+    try:
+        await request.json()  # read once here (Starlette keeps it): the SDK prints a traceback for bad JSON
+    except ValueError:
+        error = JSONRPCErrorResponse(id=None, error=JSONParseError())
+        return JSONResponse(error.model_dump(mode="json", exclude_none=True))
     application = A2AStarletteApplication(
         agent_card=card_of(agent, base_url(request)), http_handler=TurnTasks(door, agent)
     )

@@ -66,24 +66,21 @@ async def _agent_mcp(
     return _Transport(_server(request), Caller(door, base_url(request), agent_id))
 
 
-_DOCS = {
-    "POST": "MCP streamable HTTP (stateless): `tools/list` lists one tool per agent the caller may use, "
-    "`tools/call` runs a turn of it.",
-    "GET": "The transport's server-to-client stream (a stateless server answers 405).",
-    "DELETE": "The transport's session end (a stateless server has no session: 405).",
-}
-for _method, _doc in _DOCS.items():
-    _verb = _method.lower()
-    _extra = _BODY if _method == "POST" else None
-    router.add_api_route(
-        "/mcp", _mcp, methods=[_method], operation_id=f"{_verb}Mcp", response_model=None,
-        openapi_extra=_extra, responses=_ANSWERS, description=_doc, summary=f"MCP ({_method})",
-    )  # fmt: skip
-    router.add_api_route(
-        "/agents/{agent_id}/mcp", _agent_mcp, methods=[_method], operation_id=f"{_verb}AgentMcp",
-        response_model=None, openapi_extra=_extra, responses=_ANSWERS,
-        description=f"{_doc} Only this agent's tool.", summary=f"MCP of one agent ({_method})",
-    )  # fmt: skip
+_POST_DOC = (
+    "MCP streamable HTTP, stateless: `tools/list` lists one tool per agent the caller may use, `tools/call` runs "
+    "a turn of it. A stateless server has no GET stream and no session to DELETE: those answer 405. "
+    "Transport errors (a wrong `Accept`, a body that is no JSON-RPC message) are the transport's JSON-RPC "
+    "error objects; problem+json is for the HTTP layer (auth, agent)."
+)
+router.add_api_route(
+    "/mcp", _mcp, methods=["POST"], operation_id="mcp", response_model=None, openapi_extra=_BODY,
+    responses=_ANSWERS, description=_POST_DOC, summary="MCP",
+)  # fmt: skip
+router.add_api_route(
+    "/agents/{agent_id}/mcp", _agent_mcp, methods=["POST"], operation_id="agentMcp", response_model=None,
+    openapi_extra=_BODY, responses=_ANSWERS, description=f"{_POST_DOC} Only this agent's tool.",
+    summary="MCP of one agent",
+)  # fmt: skip
 
 
 @router.get(
