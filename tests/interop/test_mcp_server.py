@@ -81,6 +81,8 @@ async def test_tools_list_names_each_agent_and_a_call_streams_progress_and_retur
     session = (await api.get(f"/sessions/{structured['session_id']}", headers=user)).json()
     assert session["external_id"] == "chat-1"
     assert session["agent_id"] == first["id"]
+    usage = (await api.get("/usage", params={"group_by": "channel"}, headers=user)).json()
+    assert [(g["channel"], g["calls"]) for g in usage["items"]] == [("mcp", 1)]
 
 
 async def test_a_gated_call_asks_the_client_by_elicitation_and_its_answer_resumes_the_turn(
