@@ -7,6 +7,7 @@ Every task is an ordinary turn: the REST API shows it with `channel: "a2a"`.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,7 +17,18 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientJSONRPCError
-from a2a.types import DataPart, Message, Part, Role, Task, TaskIdParams, TaskQueryParams, TaskState, TextPart
+from a2a.types import (
+    DataPart,
+    Message,
+    MessageSendConfiguration,
+    Part,
+    Role,
+    Task,
+    TaskIdParams,
+    TaskQueryParams,
+    TaskState,
+    TextPart,
+)
 
 from tests.approvals.helpers import GATE_CALCULATOR
 from tests.factories import create_agent, scripted_config
@@ -173,3 +185,28 @@ async def test_errors_are_a2a_json_rpc_errors(base_url: str, api: httpx.AsyncCli
         with pytest.raises(A2AClientJSONRPCError) as elsewhere:
             await client.get_task(TaskQueryParams(id=task.id))
     assert elsewhere.value.error.code == -32001  # a task is found only through its own agent
+
+
+async def test_a_non_blocking_send_answers_at_once_and_the_task_runs_on(
+    base_url: str, api: httpx.AsyncClient, user: dict[str, str]
+) -> None:
+    config = scripted_config({"text": "slowly " * 20})
+    config["model"]["chunk_delay_ms"] = 50
+    agent = await create_agent(api, user, config, name="Helper")
+    async with a2a_client(base_url, agent["id"], user, streaming=False) as client:
+        task, _ = await last_task_of(client, user_message(text("hi")), MessageSendConfiguration(blocking=False))
+        assert task.status.state in (TaskState.submitted, TaskState.working)
+        for _ in range(200):
+            current = await client.get_task(TaskQueryParams(id=task.id))
+            if current.status.state != TaskState.working:
+                break
+            await asyncio.sleep(0.05)
+    assert current.status.state == TaskState.completed
+    assert current.artifacts[0].parts[0].root.text.split() == ["slowly"] * 20
+
+
+async def last_task_of(client: Client, message: Message, configuration: MessageSendConfiguration) -> tuple[Task, Any]:
+    async for event in client.send_message(message, configuration=configuration):
+        assert isinstance(event, tuple)
+        return event
+    raise AssertionError("no answer")
