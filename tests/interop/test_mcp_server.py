@@ -199,3 +199,29 @@ async def test_auth_and_tenants_are_those_of_the_rest_api(
         assert (await client.list_tools()).tools == []
         with pytest.raises(MCPError):
             await client.call_tool("mine", {"input": "hi"})
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "edited"),
+    [
+        (types.ElicitResult(action="accept", content={"decision": "approve", "arguments": '{"expression": "2*3"}'}),
+         "approved", {"expression": "2*3"}),
+        (types.ElicitResult(action="decline"), "denied", None),
+    ],
+    ids=["edited", "declined"],
+)  # fmt: skip
+async def test_an_elicitation_answer_edits_or_denies_the_call(
+    base_url: str, api: httpx.AsyncClient, user: dict[str, str], answer: types.ElicitResult, status: str,
+    edited: dict[str, Any] | None,
+) -> None:  # fmt: skip
+    await create_agent(api, user, GATED, name="calc")
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return answer
+
+    async with mcp_client(f"{base_url}/mcp", user, elicitation_callback=elicit) as client:
+        result = await client.call_tool("calc", {"input": "what is 6 times 7?"})
+    assert result.structured_content["status"] == "completed"
+    query = {"session_id": result.structured_content["session_id"]}
+    [approval] = (await api.get("/approvals", params=query, headers=user)).json()["items"]
+    assert (approval["status"], approval["edited_arguments"]) == (status, edited)
