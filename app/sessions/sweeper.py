@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models.base import utcnow
-from app.runtime.events import EndStatus
+from app.runtime.port.events import EndStatus
 from app.sessions.repository import SweepRepository, TurnKey
 from app.settings import LifecycleSettings
 
