@@ -4,15 +4,18 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Select, bindparam, delete, exists, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import Label
 
 from app.auth.principal import Principal
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
 from app.models import Approval, Message, Session, Summary, Turn, TurnEvent
 from app.models.base import utcnow
+from app.sessions.expiry import Activity, IdleTtl
 
 
 class SessionRepository(TenantRepository[Session]):
@@ -36,6 +39,26 @@ class SessionRepository(TenantRepository[Session]):
         return await self.all(
             paginate(stmt, created_at=Session.created_at, row_id=Session.id, limit=limit, cursor=cursor)
         )
+
+    async def activity(self, sessions: Sequence[Session]) -> dict[uuid.UUID, Activity]:
+        """What tells whether these sessions are idle (app/sessions/expiry.py): one statement."""
+        if not sessions:
+            return {}
+        stmt = select(Session.id, Session.last_active_at, *latest_turn_columns()).where(
+            Session.tenant_id == self.tenant_id, Session.id.in_([s.id for s in sessions])
+        )
+        rows = (await self.session.execute(stmt)).all()
+        return {r.id: Activity(r.last_active_at, r.turn_status, r.turn_at) for r in rows}
+
+
+def latest_turn_columns() -> tuple[Label[Any], Label[Any]]:
+    """The status and last change of the session's latest turn, as columns of a statement on sessions."""
+    latest = select(Turn.status, Turn.updated_at).where(Turn.session_id == Session.id)
+    latest = latest.order_by(Turn.created_at.desc()).limit(1)
+    return (
+        latest.with_only_columns(Turn.status).scalar_subquery().label("turn_status"),
+        latest.with_only_columns(Turn.updated_at).scalar_subquery().label("turn_at"),
+    )
 
 
 class MessageRepository(TenantRepository[Message]):
@@ -80,21 +103,18 @@ class SweepRepository:
         """PostgreSQL: take the transaction-level advisory lock `key`, False if another holds it."""
         return bool(await self.conn.scalar(select(func.pg_try_advisory_xact_lock(key))))
 
-    async def expire_idle(self, *, cutoff: datetime, batch: int) -> Expired:
-        """Expire up to `batch` open sessions idle since before `cutoff`; expire their pending approvals.
+    async def expire_idle(self, ttl: IdleTtl, *, now: datetime, batch: int) -> Expired:
+        """Expire up to `batch` open sessions idle past `ttl` at `now` (app/sessions/expiry.py), each
+        closed at the instant it expired; expire their pending approvals.
 
-        A candidate whose latest turn is still running, or ended after the cutoff (a long turn, a
-        resumed one), is not idle: its `last_active_at` catches up instead, so it leaves the front of
-        the index and the next pass sees other sessions.
+        A candidate whose latest turn is busy, or changed within the TTL (a long turn, a resumed
+        one), is not idle: its `last_active_at` catches up instead, so it leaves the front of the
+        index and the next pass sees other sessions.
         """
-        latest = select(Turn.status, Turn.updated_at).where(Turn.session_id == Session.id)
-        latest = latest.order_by(Turn.created_at.desc()).limit(1)
+        cutoff = ttl.cutoff(now)
+        assert cutoff is not None
         stmt = (
-            select(
-                Session.id,
-                latest.with_only_columns(Turn.status).scalar_subquery().label("turn_status"),
-                latest.with_only_columns(Turn.updated_at).scalar_subquery().label("turn_at"),
-            )
+            select(Session.id, Session.last_active_at, *latest_turn_columns())
             .where(Session.status == "open", Session.last_active_at < cutoff)
             .order_by(Session.last_active_at)
             .limit(batch)
@@ -102,14 +122,14 @@ class SweepRepository:
         if self.conn.dialect.name == "postgresql":
             stmt = stmt.with_for_update(of=Session, skip_locked=True)
         rows = (await self.conn.execute(stmt)).all()
-        now = utcnow()
-        active = [
-            {"sid": r.id, "at": now if r.turn_status == "running" else r.turn_at}
-            for r in rows
-            if r.turn_status == "running" or (r.turn_at is not None and r.turn_at >= cutoff)
-        ]
-        busy = {a["sid"] for a in active}
-        idle = [r.id for r in rows if r.id not in busy]
+        active, idle = [], []
+        for r in rows:
+            activity = Activity(r.last_active_at, r.turn_status, r.turn_at)
+            expired_at = ttl.expired_at(activity, now)
+            if expired_at is None:
+                active.append({"sid": r.id, "at": activity.idle_since() or now})
+            else:
+                idle.append({"sid": r.id, "at": expired_at})
         if active:
             await self.conn.execute(
                 update(Session).where(Session.id == bindparam("sid")).values(last_active_at=bindparam("at")), active
@@ -118,18 +138,20 @@ class SweepRepository:
             return Expired([], [], len(rows))
         await self.conn.execute(
             update(Session)
-            .where(Session.id.in_(idle), Session.status == "open")
-            .values(status="expired", closed_at=now, updated_at=now)
+            .where(Session.id == bindparam("sid"), Session.status == "open")
+            .values(status="expired", closed_at=bindparam("at"), updated_at=now),
+            idle,
         )
+        ids = [i["sid"] for i in idle]
         await self.conn.execute(
             update(Approval)
-            .where(Approval.session_id.in_(idle), Approval.status == "pending")
+            .where(Approval.session_id.in_(ids), Approval.status == "pending")
             .values(status="expired", decision_reason=EXPIRED_REASON, decided_at=now)
         )
         turns = await self.conn.execute(
-            select(Turn.tenant_id, Turn.id).where(Turn.session_id.in_(idle), Turn.status == "interrupted")
+            select(Turn.tenant_id, Turn.id).where(Turn.session_id.in_(ids), Turn.status == "interrupted")
         )
-        return Expired(idle, [TurnKey(t.tenant_id, t.id) for t in turns], len(rows))
+        return Expired(ids, [TurnKey(t.tenant_id, t.id) for t in turns], len(rows))
 
     async def interrupted_in_ended_sessions(self, *, limit: int) -> list[TurnKey]:
         """Interrupted turns left in expired sessions (a sweep stopped before ending them)."""

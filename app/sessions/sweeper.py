@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models.base import utcnow
 from app.runtime.port.events import EndStatus
+from app.sessions.expiry import IdleTtl
 from app.sessions.repository import SweepRepository, TurnKey
 from app.settings import LifecycleSettings
 
@@ -137,12 +138,12 @@ class SessionSweeper:
 
     async def _expire(self, report: SweepReport) -> None:
         limits = self._limits
-        cutoff = utcnow() - timedelta(seconds=limits.idle_ttl_seconds)
+        ttl, now = IdleTtl(limits.idle_ttl_seconds), utcnow()
         for _ in range(limits.max_passes):
             async with self._pass() as sweep:
                 if sweep is None:
                     return
-                expired = await sweep.expire_idle(cutoff=cutoff, batch=limits.session_batch)
+                expired = await sweep.expire_idle(ttl, now=now, batch=limits.session_batch)
                 leftover = await sweep.interrupted_in_ended_sessions(limit=limits.session_batch)
             report.expired += len(expired.sessions)
             for turn in dict.fromkeys([*expired.interrupted_turns, *leftover]):
