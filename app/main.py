@@ -37,6 +37,7 @@ from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
+from app.evals.router import router as evals_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
@@ -262,6 +263,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         credentials_router,
         memory_router,
         schedules_router,
+        evals_router,
         webhooks_router,
         web_router,
         adapters_router,

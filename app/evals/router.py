@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import ValidationError
+
+from app.core.problems import problem_responses
+from app.deps import CurrentPrincipal, SessionDep
+from app.errors import InvalidInput, UnsupportedMediaType
+from app.evals import schemas
+from app.evals.datasets import DatasetService
+
+router = APIRouter(tags=["evals"], responses=problem_responses(401, 422))
+NDJSON = "application/x-ndjson"
+
+
+async def _datasets(db: SessionDep, principal: CurrentPrincipal) -> DatasetService:
+    return DatasetService(db, principal)
+
+
+Datasets = Annotated[DatasetService, Depends(_datasets)]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Cursor = Annotated[str | None, Query(max_length=12)]
+
+_ITEMS_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ItemsAppend"}},
+            NDJSON: {"schema": {"type": "string", "description": "One item (`ItemIn`) as JSON per line."}},
+        },
+    }
+}
+
+
+@router.post(
+    "/datasets",
+    operation_id="createDataset",
+    status_code=201,
+    response_model=schemas.Dataset,
+    responses=problem_responses(409),
+)
+async def create_dataset(body: schemas.DatasetCreate, service: Datasets, response: Response) -> schemas.Dataset:
+    dataset = await service.create(body)
+    response.headers["Location"] = f"/datasets/{dataset.id}"
+    return dataset
+
+
+@router.get(
+    "/datasets/{dataset_id}",
+    operation_id="getDataset",
+    response_model=schemas.Dataset,
+    responses=problem_responses(404),
+)
+async def get_dataset(dataset_id: uuid.UUID, service: Datasets) -> schemas.Dataset:
+    return await service.get(dataset_id)
+
+
+@router.delete(
+    "/datasets/{dataset_id}", operation_id="deleteDataset", status_code=204, responses=problem_responses(403, 404)
+)
+async def delete_dataset(dataset_id: uuid.UUID, service: Datasets) -> None:
+    await service.delete(dataset_id)
+
+
+@router.post(
+    "/datasets/{dataset_id}/items",
+    operation_id="appendDatasetItems",
+    status_code=201,
+    response_model=schemas.ItemsAdded,
+    responses=problem_responses(403, 404, 415),
+    openapi_extra=_ITEMS_BODY,
+)
+async def append_items(dataset_id: uuid.UUID, request: Request, service: Datasets) -> schemas.ItemsAdded:
+    """Append items: `{"items": [...]}` as JSON, or one item per line with `Content-Type: application/x-ndjson`."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == NDJSON:
+        return await service.append_jsonl(dataset_id, await request.body())
+    if media != "application/json":
+        raise UnsupportedMediaType(f"Send application/json or {NDJSON}")
+    try:
+        body = schemas.ItemsAppend.model_validate_json(await request.body())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidInput(first["msg"], field=".".join(["body", *map(str, first["loc"])])) from exc
+    return await service.append(dataset_id, body.items)
+
+
+@router.get(
+    "/datasets/{dataset_id}/items",
+    operation_id="listDatasetItems",
+    response_model=schemas.ItemPage,
+    responses=problem_responses(404),
+)
+async def list_items(
+    dataset_id: uuid.UUID, service: Datasets, limit: Limit = 100, cursor: Cursor = None
+) -> schemas.ItemPage:
+    return await service.page(dataset_id, limit=limit, cursor=cursor)
+
+
+@router.post(
+    "/datasets/{dataset_id}/items:from-sessions",
+    operation_id="datasetItemsFromSessions",
+    status_code=201,
+    response_model=schemas.ItemsAdded,
+    responses=problem_responses(403, 404),
+)
+async def items_from_sessions(
+    dataset_id: uuid.UUID, body: schemas.FromSessions, service: Datasets
+) -> schemas.ItemsAdded:
+    """Each completed turn of the sessions becomes an item: input, answer as `expected.reference`,
+    and its tool calls with their recorded results as `recorded_tools`."""
+    return await service.from_sessions(dataset_id, body)
