@@ -40,7 +40,9 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-SafeValidator = validators.extend(  # type: ignore[no-untyped-call]Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties})
+SafeValidator = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties}
+)
 
 
 def schema_problem(schema: Any) -> str | None:
