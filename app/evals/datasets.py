@@ -102,7 +102,7 @@ class DatasetService:
 
     async def page(self, dataset_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.ItemPage:
         await self.load(dataset_id)
-        after = _position_of(cursor)
+        after = position_cursor(cursor)
         rows = await self.items.page(dataset_id, after=after, limit=limit)
         more = len(rows) > limit
         rows = rows[:limit]
@@ -174,7 +174,7 @@ def parse_jsonl(body: bytes) -> list[schemas.ItemIn]:
     return items
 
 
-def _position_of(cursor: str | None) -> int:
+def position_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     if not cursor.isdigit() or len(cursor) > 9:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
 from pydantic import ValidationError
 
 from app.core.problems import problem_responses
@@ -11,6 +11,7 @@ from app.deps import CurrentPrincipal, SessionDep
 from app.errors import InvalidInput, UnsupportedMediaType
 from app.evals import schemas
 from app.evals.datasets import DatasetService
+from app.evals.service import EvalService
 
 router = APIRouter(tags=["evals"], responses=problem_responses(401, 422))
 NDJSON = "application/x-ndjson"
@@ -113,3 +114,63 @@ async def items_from_sessions(
     """Each completed turn of the sessions becomes an item: input, answer as `expected.reference`,
     and its tool calls with their recorded results as `recorded_tools`."""
     return await service.from_sessions(dataset_id, body)
+
+
+async def _evals(db: SessionDep, principal: CurrentPrincipal) -> EvalService:
+    return EvalService(db, principal)
+
+
+Evals = Annotated[EvalService, Depends(_evals)]
+
+
+@router.post(
+    "/evals",
+    operation_id="createEval",
+    status_code=202,
+    response_model=schemas.EvalRun,
+    responses=problem_responses(404),
+)
+async def create_eval(
+    body: schemas.EvalCreate, service: Evals, response: Response, request: Request, background: BackgroundTasks
+) -> schemas.EvalRun:
+    """Run every item of the dataset as a governed turn of `agent_version` (and of `baseline_version`),
+    then score it. `tools: "recorded"` answers each tool call from the item's recorded results."""
+    run = await service.create(body)
+    background.add_task(request.app.state.evals.wake)  # after the commit: the worker claims it at once
+    response.headers["Location"] = f"/evals/{run.id}"
+    return run
+
+
+@router.get(
+    "/evals/{eval_id}", operation_id="getEval", response_model=schemas.EvalRun, responses=problem_responses(404)
+)
+async def get_eval(eval_id: uuid.UUID, service: Evals) -> schemas.EvalRun:
+    return await service.get(eval_id)
+
+
+@router.get(
+    "/evals/{eval_id}/items",
+    operation_id="listEvalItems",
+    response_model=schemas.EvalItemPage,
+    responses=problem_responses(404),
+)
+async def list_eval_items(
+    eval_id: uuid.UUID, service: Evals, limit: Limit = 100, cursor: Cursor = None
+) -> schemas.EvalItemPage:
+    """Per item (and version): its turn, its scores with their reasons."""
+    return await service.items(eval_id, limit=limit, cursor=cursor)
+
+
+@router.post(
+    "/evals/{eval_id}/cancel",
+    operation_id="cancelEval",
+    response_model=schemas.EvalRun,
+    responses=problem_responses(404, 409),
+)
+async def cancel_eval(
+    eval_id: uuid.UUID, service: Evals, principal: CurrentPrincipal, request: Request, background: BackgroundTasks
+) -> schemas.EvalRun:
+    """Stop the run: no item starts any more, and its turns still running are cancelled."""
+    run, running = await service.cancel(eval_id)
+    background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, principal.sub, running)
+    return run

@@ -174,3 +174,56 @@ class ItemsAdded(BaseModel):
     added: int
     item_count: int
     items: list[Item]
+
+
+class EvalCreate(_Check):
+    dataset_id: uuid.UUID
+    agent_id: uuid.UUID
+    agent_version: StrictInt = Field(ge=1)
+    baseline_version: StrictInt | None = Field(default=None, ge=1)
+    tools: Literal["recorded", "live"] = "recorded"
+    """`recorded`: each call is answered from the item's recorded results and nothing runs; `live`: tools run."""
+    concurrency: StrictInt = Field(default=4, ge=1, le=16)
+
+
+class Progress(BaseModel):
+    total: int
+    done: int
+
+
+class EvalRun(BaseModel):
+    id: uuid.UUID
+    status: Literal["queued", "running", "completed", "cancelled", "failed"]
+    dataset_id: uuid.UUID
+    agent_id: uuid.UUID
+    agent_version: int
+    baseline_version: int | None
+    tools: str
+    concurrency: int
+    progress: Progress
+    summary: dict[str, Any] = Field(
+        description="Per version: mean score, per-check pass rates, tokens, p50/p95 latency; with a baseline, "
+        "`comparison`: wins, losses, ties and the items that changed."
+    )
+    error: str | None
+    created_at: datetime
+    ended_at: datetime | None
+
+
+class EvalItem(BaseModel):
+    item_id: uuid.UUID
+    position: int
+    agent_version: int
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    status: str
+    turn_status: str | None
+    score: float | None
+    scores: list[dict[str, Any]]
+    tokens: int
+    latency_ms: int
+
+
+class EvalItemPage(BaseModel):
+    items: list[EvalItem]
+    next_cursor: str | None = None
