@@ -307,7 +307,6 @@ class EvalSessions:
                 meta={"eval_id": str(run.id), "item_id": str(result.item_id)},
                 status="open",
                 purpose="eval",
-                recorded_tools=recorded_tools,
             )  # fmt: skip
         )
         await self.session.flush()

@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound, RuleViolation
 from app.evals import schemas, summary
 from app.evals.datasets import position_cursor
 from app.evals.repository import DatasetRepository, EvalRunRepository
@@ -36,8 +36,16 @@ class EvalService:
             raise NotFound(f"Agent {body.agent_id} not found")
         versions = AgentVersionRepository(self.db, tenant)
         for field, version in (("agent_version", body.agent_version), ("baseline_version", body.baseline_version)):
-            if version is not None and await versions.get(body.agent_id, version) is None:
+            if version is None:
+                continue
+            pinned = await versions.get(body.agent_id, version)
+            if pinned is None:
                 raise InvalidInput(f"Agent {body.agent_id} has no version {version}", field=f"body.{field}")
+            if body.tools == "recorded" and pinned.config.get("runtime") == "claude_sdk":
+                raise RuleViolation(
+                    "recorded_tools_unsupported",
+                    f"Version {version} runs on claude_sdk, whose tools Claude Code runs itself: use tools: live",
+                )
         if body.baseline_version == body.agent_version:
             raise InvalidInput("The baseline is another version than the one evaluated", field="body.baseline_version")
         per_item = 1 if body.baseline_version is None else 2

@@ -45,9 +45,6 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     external_id: Mapped[str | None] = mapped_column(String(256))
     purpose: Mapped[str] = mapped_column(String(16), default="chat", server_default="chat")
     """`chat`, or `eval`: a session of an eval run (app/evals), left out of session lists."""
-    recorded_tools: Mapped[list[Any] | None] = mapped_column(default=None)
-    """Tool results this session's turns are answered from instead of running any tool (an eval with
-    `tools: "recorded"`): `[{"name", "arguments", "result", "is_error"}]`; a call with no match never runs."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
     last_active_at: Mapped[datetime] = mapped_column(
         UtcDateTime(), default=utcnow, server_default=text("CURRENT_TIMESTAMP")

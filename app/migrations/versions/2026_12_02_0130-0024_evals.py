@@ -1,4 +1,4 @@
-"""evals: datasets and their items, eval runs and their per-item results; sessions.purpose and recorded_tools
+"""evals: datasets and their items, eval runs and their per-item results; sessions.purpose
 
 Revision ID: 0024_evals
 Revises: 0017_turn_continuation
@@ -30,7 +30,6 @@ def _common() -> list[sa.Column]:
 def upgrade() -> None:
     with op.batch_alter_table("sessions") as batch:
         batch.add_column(sa.Column("purpose", sa.String(length=16), server_default="chat", nullable=False))
-        batch.add_column(sa.Column("recorded_tools", JSON, nullable=True))
     op.create_table(
         "datasets",
         *_common(),
@@ -121,5 +120,4 @@ def downgrade() -> None:
     op.drop_table("dataset_items")
     op.drop_table("datasets")
     with op.batch_alter_table("sessions") as batch:
-        batch.drop_column("recorded_tools")
         batch.drop_column("purpose")
