@@ -99,6 +99,7 @@ class Continued:
 
     def stored(self, event_type: str, key: str) -> bool:
         return (event_type, key) in self.stored_events
+
     input_judged: bool = False
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 

@@ -154,8 +154,9 @@ LEDGER_COLUMNS = (
 _DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 LEDGER_PUT = {
     name: Query(
-        (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
-        .on_conflict_do_update(
+        (
+            statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS})
+        ).on_conflict_do_update(
             index_elements=["idempotency_key"],
             set_={"status": COMPLETED, "result": statement.excluded.result, "is_error": statement.excluded.is_error},
             where=bare(LEDGER).c.status == DISPATCHED,
@@ -354,9 +355,7 @@ async def end_unowned_turn(
     """
     async with engine.begin() as conn:
         this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-        before = (
-            await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())
-        ).first()
+        before = (await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())).first()
         if before is None or before.status not in ("running", "interrupted"):
             return False
         last = await conn.scalar(
