@@ -27,6 +27,7 @@ from app.models import (
     Usage,
 )
 from app.models.base import utcnow
+from app.tools.recorded import RECORDED_KEY
 
 
 class DatasetRepository(TenantRepository[Dataset]):
@@ -225,6 +226,14 @@ class EvalStore:
             status = (await db.execute(select(EvalRun.status).where(EvalRun.id == eval_id))).scalar_one_or_none()
             return status in (None, "cancelled")
 
+    async def fail(self, eval_id: uuid.UUID, error: str) -> None:
+        async with unit_of_work(self.factory) as db:
+            await db.execute(
+                update(EvalRun)
+                .where(EvalRun.id == eval_id, EvalRun.status == "running")
+                .values(status="failed", error=error, ended_at=utcnow(), updated_at=utcnow())
+            )
+
     async def finish(self, eval_id: uuid.UUID) -> None:
         async with unit_of_work(self.factory) as db:
             await db.execute(
@@ -303,11 +312,11 @@ class EvalSessions:
                 agent_id=run.agent_id,
                 agent_version=result.agent_version,
                 owner_sub=run.owner_sub,
-                snapshot=version.config,
+                snapshot=version.config if recorded_tools is None else {**version.config, RECORDED_KEY: recorded_tools},
                 meta={"eval_id": str(run.id), "item_id": str(result.item_id)},
                 status="open",
                 purpose="eval",
-            )  # fmt: skip
+            )
         )
         await self.session.flush()
 

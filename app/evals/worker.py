@@ -81,5 +81,9 @@ class EvalWorker:
             await self.runner.run(eval_id, lambda: self.store.still_mine(eval_id, me))
         except (OSError, SQLAlchemyError) as exc:
             log.warning("eval %s paused (%s); a later pass continues it", eval_id, type(exc).__name__)
+        except Exception:
+            log.exception("eval %s failed", eval_id)
+            with contextlib.suppress(OSError, SQLAlchemyError):
+                await self.store.fail(eval_id, "internal_error: the eval runner failed; the log has the cause")
         finally:
             self._runs.pop(eval_id, None)
