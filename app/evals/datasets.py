@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.core.json_guard import decode_json, find_violation
+from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.evals import schemas
@@ -42,6 +43,11 @@ class DatasetService:
         if body.items:
             await self._append(row, body.items)
         return view(row)
+
+    async def listing(self, *, limit: int, cursor: str | None, name: str | None) -> schemas.DatasetPage:
+        rows = await self.datasets.page(limit=limit, cursor=cursor, name=name)
+        items, next_cursor = page_of(rows, limit)
+        return schemas.DatasetPage(items=[view(d) for d in items], next_cursor=next_cursor)
 
     async def get(self, dataset_id: uuid.UUID) -> schemas.Dataset:
         return view(await self.load(dataset_id))

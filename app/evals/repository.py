@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.agents.repository import AgentVersionRepository
 from app.core.db import unit_of_work
+from app.core.pagination import paginate
 from app.core.repository import TenantRepository
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import NotFound
@@ -38,6 +39,12 @@ class DatasetRepository(TenantRepository[Dataset]):
     async def get(self, dataset_id: uuid.UUID, *, for_update: bool = False) -> Dataset | None:
         stmt = self.readable().where(Dataset.id == dataset_id)
         return await self.first(stmt.with_for_update() if for_update else stmt)
+
+    async def page(self, *, limit: int, cursor: str | None, name: str | None) -> list[Dataset]:
+        stmt = self.readable() if name is None else self.readable().where(Dataset.name == name)
+        return await self.all(
+            paginate(stmt, created_at=Dataset.created_at, row_id=Dataset.id, limit=limit, cursor=cursor)
+        )
 
     async def by_name(self, name: str) -> Dataset | None:
         return await self.first(self.readable().where(Dataset.name == name))

@@ -49,6 +49,17 @@ async def create_dataset(body: schemas.DatasetCreate, service: Datasets, respons
     return dataset
 
 
+@router.get("/datasets", operation_id="listDatasets", response_model=schemas.DatasetPage)
+async def list_datasets(
+    service: Datasets,
+    limit: Limit = 100,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    name: Annotated[str | None, Query(max_length=128)] = None,
+) -> schemas.DatasetPage:
+    """The tenant's datasets, newest first; `name` finds one by its name."""
+    return await service.listing(limit=limit, cursor=cursor, name=name)
+
+
 @router.get(
     "/datasets/{dataset_id}",
     operation_id="getDataset",

@@ -155,6 +155,11 @@ class Dataset(BaseModel):
     updated_at: datetime
 
 
+class DatasetPage(BaseModel):
+    items: list[Dataset]
+    next_cursor: str | None = None
+
+
 class Item(BaseModel):
     id: uuid.UUID
     position: int
