@@ -78,7 +78,10 @@ class EvalWorker:
     async def _run(self, eval_id: uuid.UUID) -> None:
         me = self.state.turns.runner_id
         try:
-            await self.runner.run(eval_id, lambda: self.store.still_mine(eval_id, me))
+            while True:  # a run this process lost and claimed again while its task wound down goes on here
+                await self.runner.run(eval_id, lambda: self.store.still_mine(eval_id, me))
+                if not await self.store.still_mine(eval_id, me):
+                    break
         except (OSError, SQLAlchemyError) as exc:
             log.warning("eval %s paused (%s); a later pass continues it", eval_id, type(exc).__name__)
         except Exception:

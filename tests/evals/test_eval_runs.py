@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from sqlalchemy import update
 
+from app.models import EvalRun
 from app.settings import EvalSettings, McpGatewaySettings
 from tests.conftest import TokenFactory, make_settings, running_app
 from tests.factories import create_agent, create_session
@@ -30,9 +34,9 @@ def recording_gateway() -> Iterator[Gateway]:
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
-async def evals_client(
+async def evals_app(
     request: pytest.FixtureRequest, database_url: str, tmp_path: Path, recording_gateway: Gateway
-) -> AsyncIterator[httpx.AsyncClient]:
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
     url = database_url if request.param == "postgresql" else f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"
     settings = make_settings(
         url,
@@ -40,9 +44,14 @@ async def evals_client(
         mcp_gateway=McpGatewaySettings(url=recording_gateway.url, timeout_seconds=30.0),
         evals=EvalSettings(poll_seconds=0.2),
     )
-    async with running_app(settings) as (_, client):
+    async with running_app(settings) as (app, client):
         recording_gateway.clear()
-        yield client
+        yield app, client
+
+
+@pytest.fixture
+def evals_client(evals_app: tuple[FastAPI, httpx.AsyncClient]) -> httpx.AsyncClient:
+    return evals_app[1]
 
 
 def _config(*steps: dict[str, Any]) -> dict[str, Any]:
@@ -233,3 +242,31 @@ async def test_cancel_stops_the_run_and_its_turns(evals_client: httpx.AsyncClien
     assert len(listed) < 6
     assert {t["status"] for t in turns} <= {"cancelled", "completed"}
     assert "cancelled" in {t["status"] for t in turns}
+
+
+async def test_a_run_whose_runner_died_is_continued_and_each_item_runs_once(
+    evals_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> None:
+    """The runner's lease is taken away mid-run (as when its replica dies): the next pass claims the
+    run and scores the rest; no item gets a second result row or a second turn."""
+    app, client = evals_app
+    text = " ".join(["word"] * 20)
+    agent = await create_agent(client, alice, {"model": {"provider": "scripted", "script": [{"text": text}],
+                                                         "chunk_delay_ms": 20}, "system_prompt": "x"})  # fmt: skip
+    items = [{"input": f"q{i}", "expected": [{"type": "contains", "value": "word"}]} for i in range(4)]
+    dataset = (await client.post("/datasets", json={"name": "crash", "items": items}, headers=alice)).json()
+    run = (await client.post("/evals", json={"dataset_id": dataset["id"], "agent_id": agent["id"], "agent_version": 1,
+                                             "concurrency": 1}, headers=alice)).json()  # fmt: skip
+    deadline = time.monotonic() + DEADLINE
+    while (await client.get(f"/evals/{run['id']}", headers=alice)).json()["progress"]["done"] < 1:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    async with app.state.container.session_factory() as db, db.begin():
+        await db.execute(update(EvalRun).where(EvalRun.id == uuid.UUID(run["id"])).values(runner_id=uuid.uuid4()))
+    ended = await _ended(client, alice, run["id"])
+    assert ended["status"] == "completed"
+    assert ended["progress"] == {"total": 4, "done": 4}
+    listed = (await client.get(f"/evals/{run['id']}/items", headers=alice)).json()["items"]
+    assert sorted(i["position"] for i in listed) == [1, 2, 3, 4]
+    assert len({i["turn_id"] for i in listed}) == 4
+    assert all(i["score"] == 1.0 for i in listed)
