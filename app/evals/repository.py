@@ -334,6 +334,12 @@ class EvalRunRepository(TenantRepository[EvalRun]):
     async def get(self, owner_sub: str | None, eval_id: uuid.UUID) -> EvalRun | None:
         return await self.first(self.owned(owner_sub).where(EvalRun.id == eval_id))
 
+    async def page(self, owner_sub: str | None, *, limit: int, cursor: str | None) -> list[EvalRun]:
+        stmt = self.owned(owner_sub)
+        return await self.all(
+            paginate(stmt, created_at=EvalRun.created_at, row_id=EvalRun.id, limit=limit, cursor=cursor)
+        )
+
     async def results(self, eval_id: uuid.UUID) -> list[EvalResult]:
         stmt = select(EvalResult).where(EvalResult.tenant_id == self.tenant_id, EvalResult.eval_id == eval_id)
         return await self.all(stmt.order_by(EvalResult.position, EvalResult.agent_version))

@@ -152,6 +152,14 @@ async def create_eval(
     return run
 
 
+@router.get("/evals", operation_id="listEvals", response_model=schemas.EvalRunPage)
+async def list_evals(
+    service: Evals, limit: Limit = 50, cursor: Annotated[str | None, Query(max_length=200)] = None
+) -> schemas.EvalRunPage:
+    """Your eval runs (every one of the tenant's for an admin), newest first."""
+    return await service.listing(limit=limit, cursor=cursor)
+
+
 @router.get(
     "/evals/{eval_id}", operation_id="getEval", response_model=schemas.EvalRun, responses=problem_responses(404)
 )

@@ -215,6 +215,11 @@ class EvalRun(BaseModel):
     ended_at: datetime | None
 
 
+class EvalRunPage(BaseModel):
+    items: list[EvalRun]
+    next_cursor: str | None = None
+
+
 class EvalItem(BaseModel):
     item_id: uuid.UUID
     position: int

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
+from app.core.pagination import page_of
 from app.errors import Conflict, InvalidInput, NotFound, RuleViolation
 from app.evals import schemas, summary
 from app.evals.datasets import position_cursor
@@ -56,6 +57,14 @@ class EvalService:
         )  # fmt: skip
         await self.runs.add(row)
         return view(row, [])
+
+    async def listing(self, *, limit: int, cursor: str | None) -> schemas.EvalRunPage:
+        rows, next_cursor = page_of(
+            await self.runs.page(self.principal.owner_filter, limit=limit, cursor=cursor), limit
+        )
+        return schemas.EvalRunPage(
+            items=[view(r, await self.runs.results(r.id)) for r in rows], next_cursor=next_cursor
+        )
 
     async def get(self, eval_id: uuid.UUID) -> schemas.EvalRun:
         row = await self._load(eval_id)
