@@ -25,15 +25,12 @@ Datasets = Annotated[DatasetService, Depends(_datasets)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Cursor = Annotated[str | None, Query(max_length=12)]
 
-_ITEMS_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/ItemsAppend"}},
-            NDJSON: {"schema": {"type": "string", "description": "One item (`ItemIn`) as JSON per line."}},
-        },
-    }
-}
+
+def _items_body() -> dict[str, Any]:
+    """The JSON form of the body; its item models are in the components already (`DatasetCreate`)."""
+    schema = schemas.ItemsAppend.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 @router.post(
@@ -83,7 +80,7 @@ async def delete_dataset(dataset_id: uuid.UUID, service: Datasets) -> None:
     status_code=201,
     response_model=schemas.ItemsAdded,
     responses=problem_responses(403, 404, 415),
-    openapi_extra=_ITEMS_BODY,
+    openapi_extra=_items_body(),
 )
 async def append_items(dataset_id: uuid.UUID, request: Request, service: Datasets) -> schemas.ItemsAdded:
     """Append items: `{"items": [...]}` as JSON, or one item per line with `Content-Type: application/x-ndjson`."""
