@@ -1,8 +1,8 @@
 """turns.channel and approvals.decided_channel: the door a turn came through (api, mcp, a2a) and the one a decision did
 
 Revision ID: 0023_channels
-Revises: 0017_turn_continuation
-Create Date: 2026-12-02 01:30:00
+Revises: 0024_evals
+Create Date: 2026-12-02 01:40:00
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0023_channels"
-down_revision: str | None = "0017_turn_continuation"
+down_revision: str | None = "0024_evals"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
