@@ -37,8 +37,13 @@ from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
+from app.evals.router import router as evals_router
+from app.evals.worker import EvalWorker
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.interop.a2a_server.router import router as a2a_router
+from app.interop.mcp_server.router import router as mcp_router
+from app.interop.mcp_server.server import McpServer
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
 from app.memory.tools import MemoryTools
@@ -55,7 +60,9 @@ from app.schedules.router import router as schedules_router
 from app.schedules.worker import ScheduleWorker
 from app.secrets.box import SecretBox
 from app.secrets.keyring import SecretsKeyring
+from app.sessions.expiry import IdleTtl
 from app.sessions.router import router as sessions_router
+from app.sessions.service import SessionExpiry
 from app.sessions.sweeper import SweepLimits, session_sweeper
 from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
@@ -135,6 +142,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         session_factory,
         autonomy_enabled=settings.autonomy_enabled,
         session_runtimes={"claude_sdk": claude_sdk},
+        expiry=SessionExpiry(session_factory, IdleTtl(settings.lifecycle.session_idle_ttl_seconds)),
     )
     webhook_secrets = await asyncio.to_thread(
         WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
@@ -162,9 +170,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
     app.state.schedules = schedules
     schedules.start()
+    evals = EvalWorker(app.state.container, poll_seconds=settings.evals.poll_seconds)
+    app.state.evals = evals
+    evals.start()
     try:
-        yield
+        async with app.state.mcp_server.running():
+            yield
     finally:
+        await evals.stop()
         await schedules.stop()
         await sweeper.stop()
         await deliveries.close()
@@ -239,6 +252,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
+    app.state.mcp_server = McpServer(app.version)
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
@@ -264,9 +278,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         credentials_router,
         memory_router,
         schedules_router,
+        evals_router,
         webhooks_router,
         web_router,
         adapters_router,
+        mcp_router,
+        a2a_router,
     ):
         app.include_router(router)
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")

@@ -3,10 +3,12 @@
 - A runtime (the LangGraph loop, the Claude SDK, the autonomous one) reaches the engine only through
   its port, `app.runtime.port` (the journal protocol and the event models); never `app.turns`.
 - The rest of the app reaches the engine through its front door: the resources (turns, approvals,
-  sessions, adapters, schedules, web) import `app.runtime.engine` and the port's types, nothing else of it.
-- Only the engine imports its store, `app.runtime.store`; inside the engine, SQL (statement builders,
-  raw SQL strings) is written only there.
+  sessions, adapters, schedules, web), the protocol doors (interop) and the evals import
+  `app.runtime.engine` and the port's types, nothing else of it.
+- Only the engine imports its store, `app.runtime.store`.
 - No cycles between the packages of the application (graph, turns, sessions, runtime, auth, deps…).
+- SQL is built only where statements live: repositories, stores (inside the engine, only its store,
+  `app.runtime.store`), `app.core`, `app.models`, the migrations.
 """
 
 from __future__ import annotations
@@ -121,8 +123,18 @@ def test_no_router_imports_a_router(module: str) -> None:
     assert not IMPORTS[module] & set(ROUTERS), f"{module} imports {sorted(IMPORTS[module] & set(ROUTERS))}"
 
 
-RESOURCES = ("app.turns", "app.approvals", "app.sessions", "app.adapters", "app.schedules", "app.web")
-"""Packages that serve the API's resources: the engine is theirs through its front door only."""
+RESOURCES = (
+    "app.turns",
+    "app.approvals",
+    "app.sessions",
+    "app.adapters",
+    "app.schedules",
+    "app.web",
+    "app.interop",
+    "app.evals",
+)
+"""Packages that serve the API's resources (and the protocol doors, the evals): the engine is theirs
+through its front door only."""
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(RESOURCES)))
@@ -138,32 +150,93 @@ def test_only_the_engine_imports_its_store(module: str) -> None:
     assert not store, f"{module} imports {sorted(store)}"
 
 
-SQL_BUILDERS = {"select", "insert", "update", "delete", "text", "exists", "union", "union_all", "lateral"}
-RAW_SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|NOTIFY|LISTEN)\b")
+SQL_PACKAGES = (
+    "app.core",
+    "app.models",
+    "app.migrations",
+)
+"""Packages that may build SQL in any of their modules; a narrower home is a narrower prefix here."""
+SQL_MODULES = re.compile(r"(^|\.)(repository|store)$|_(repository|store)$|\.store\.")
+"""Elsewhere a statement lives in a package's `repository` or `store` module (or a `store` package:
+the engine's, `app.runtime.store`, holds every statement of the engine)."""
+SQL_BUILDERS = frozenset(
+    {"select", "insert", "update", "delete", "text", "exists", "union", "union_all", "intersect", "except_",
+     "values", "lateral", "literal_column", "bindparam", "tuple_", "func", "column", "table"}
+)  # fmt: skip
+"""The statement constructors (and the raw-SQL pieces) of SQLAlchemy; `Select`-like types are not."""
+SQL_TEXT = re.compile(
+    r"^\s*(SELECT|WITH)\s+(\d|\*|\w+\()|\bSELECT\s+\S[^;]*?\s+FROM\s+\w|\bINSERT\s+INTO\s+\w"
+    r"|\bUPDATE\s+\w+\s+SET\s|\bDELETE\s+FROM\s+\w|\b(CREATE|ALTER|DROP)\s+(TABLE|INDEX)\s|^\s*PRAGMA\s+\w"
+)
+"""SQL in a string: upper-case keywords in a statement's shape, so prose ("select a model") never matches."""
 
 
-def sql_written_in(path: Path) -> list[str]:
-    """SQL a file writes: statement builders it imports from SQLAlchemy, and string constants that are SQL."""
-    found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sqlalchemy":
-            found += [f"{node.module}.{a.name}" for a in node.names if a.name in SQL_BUILDERS]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and RAW_SQL.match(node.value):
-            found.append(repr(node.value[:40]))
+def is_sql_home(module: str) -> bool:
+    return module.startswith(SQL_PACKAGES) or bool(SQL_MODULES.search(module))
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """Ids of the string constants that are docstrings (module, class, function, attribute): prose."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for stmt in body:
+            if (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
+                found.add(id(stmt.value))
     return found
 
 
-ENGINE_OUTSIDE_STORE = sorted(m for m in MODULES if within(m, "app.runtime") and not within(m, STORE))
+def sql_built_in(source: str) -> list[str]:
+    """What in this source builds SQL: SQLAlchemy statement constructors it imports or reaches through
+    the module (`sa.select`), and string literals shaped like SQL; each with its line."""
+    tree = ast.parse(source)
+    modules: set[str] = set()
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name.split(".")[0] == "sqlalchemy")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlalchemy":
+            found.extend(f"{node.lineno}: imports {a.name}" for a in node.names if a.name in SQL_BUILDERS)
+    prose = docstrings(tree)
+    reached = (n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in SQL_BUILDERS)
+    found.extend(f"{n.lineno}: {ast.unparse(n)}" for n in reached if ast.unparse(n.value) in modules)
+    strings = (n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    found.extend(f"{n.lineno}: {n.value[:60]!r}" for n in strings if id(n) not in prose and SQL_TEXT.search(n.value))
+    return found
 
 
-@pytest.mark.parametrize("module", ENGINE_OUTSIDE_STORE)
-def test_the_engine_writes_sql_only_in_its_store(module: str) -> None:
-    assert sql_written_in(MODULES[module]) == [], f"{module} writes SQL outside app/runtime/store/"
-
-
-def test_the_sql_finder_finds_builders_and_raw_sql(tmp_path: Path) -> None:
-    sample = tmp_path / "sample.py"
-    sample.write_text(
-        'from sqlalchemy import Table, select\nLOCK = "SELECT pg_try_advisory_lock($1)"\nDOC = "Selects rows"\n'
+def test_the_sql_rule_sees_sql_and_not_prose() -> None:
+    source = (
+        "import sqlalchemy as sa\n"
+        "from sqlalchemy import Select, select as pick\n"
+        "from sqlalchemy.dialects.postgresql import insert\n"
+        "from sqlalchemy.exc import IntegrityError\n"
+        "def f():\n"
+        '    """Runs `SELECT id FROM turns` for you."""\n'
+        "    sa.update(t)\n"
+        "    conn.execute('SELECT 1')\n"
+        "    conn.execute(f'DELETE FROM turns WHERE id = {x}')\n"
+        "    log.info('select a model from the list, then update the session and delete it')\n"
+        "    return 'Update your settings'\n"
     )
-    assert sql_written_in(sample) == ["sqlalchemy.select", "'SELECT pg_try_advisory_lock($1)'"]
+    assert sql_built_in(source) == [
+        "2: imports select",
+        "3: imports insert",
+        "7: sa.update",
+        "8: 'SELECT 1'",
+        "9: 'DELETE FROM turns WHERE id = '",
+    ]
+    homes = ["app.sessions.repository", "app.credentials.store", "app.runtime.store.turns", "app.core.migrate"]
+    assert [m for m in homes if not is_sql_home(m)] == []
+    assert [m for m in ("app.sessions.sweeper", "app.restore") if is_sql_home(m)] == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not is_sql_home(m)))
+def test_sql_lives_in_repositories_and_stores(module: str) -> None:
+    assert sql_built_in(MODULES[module].read_text()) == [], f"{module} builds SQL"

@@ -17,7 +17,9 @@ from app.models import Approval, Turn
 from app.models.base import utcnow
 from app.runtime.engine import Started, TurnEngine
 from app.sessions.repository import SessionRepository
+from app.sessions.service import SessionService, idle_ttl
 from app.turns.repository import TurnRepository
+from app.turns.schemas import Channel
 
 
 class ApprovalService:
@@ -48,15 +50,21 @@ class ApprovalService:
             raise NotFound(f"Approval {approval_id} not found")
         return found
 
-    async def decide(self, approval_id: uuid.UUID, body: schemas.ApprovalDecision) -> Started | schemas.StillWaiting:
+    async def decide(
+        self, approval_id: uuid.UUID, body: schemas.ApprovalDecision, *, channel: Channel = "api"
+    ) -> Started | schemas.StillWaiting:
         item = schemas.BatchDecisionItem(approval_id=approval_id, **body.model_dump())
         async with unit_of_work(self.container.session_factory) as db:
             turn_id = (await self._load(db, approval_id)).turn_id
-        return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]))
+        return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]), channel=channel)
 
-    async def decide_batch(self, turn_id: uuid.UUID, body: schemas.BatchDecision) -> Started | schemas.StillWaiting:
+    async def decide_batch(
+        self, turn_id: uuid.UUID, body: schemas.BatchDecision, *, channel: Channel = "api"
+    ) -> Started | schemas.StillWaiting:
         """All decisions or none, in the engine's resume (the turn row locked, so concurrent deciders
-        queue behind each other); the last one of the batch resumes the turn."""
+        queue behind each other); the last one of the batch resumes the turn.
+
+        `channel` is the door the decisions came through (the REST API, or an MCP / A2A client)."""
         ids = [d.approval_id for d in body.decisions]
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
@@ -70,7 +78,7 @@ class ApprovalService:
                 approval = await self._load(db, item.approval_id, for_update=True)
                 if approval.turn_id != turn.id:
                     raise NotFound(f"Approval {item.approval_id} does not belong to turn {turn.id}")
-                self._apply(approval, item)
+                self._apply(approval, item, channel)
             await db.flush()
             batch = await ApprovalRepository(db, self.principal.tenant_id).of_turn(turn.id, loop=turn.loop_count)
             waiting.extend(schemas.Approval.model_validate(a) for a in batch if a.status == "pending")
@@ -89,16 +97,19 @@ class ApprovalService:
         turn = await self._visible_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
+        sessions = SessionService(db, self.principal, ttl=idle_ttl(self.container))
         session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)
-        if session is None or session.status != "open":
-            raise session_not_open(turn.session_id, session.status if session else "closed")
+        status = await sessions.status_of(session) if session is not None else "closed"
+        if session is None or status != "open":
+            raise session_not_open(turn.session_id, status)
         return turn
 
-    def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:
+    def _apply(self, approval: Approval, item: schemas.BatchDecisionItem, channel: Channel) -> None:
         if approval.status != "pending":
             raise Conflict(f"Approval {approval.id} was already decided ({approval.status})")
         approval.status = "approved" if item.decision == "approve" else "denied"
         approval.decision_reason = item.reason
         approval.edited_arguments = item.arguments if item.decision == "approve" else None
         approval.decided_by = self.principal.sub
+        approval.decided_channel = channel
         approval.decided_at = utcnow()

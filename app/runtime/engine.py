@@ -13,6 +13,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,6 +26,7 @@ from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
+from app.providers.registry import ProviderRegistry
 from app.runtime.manager import TurnManager
 from app.runtime.port.events import Followed, LoggedEvent, Reconnect
 from app.runtime.port.journal import TurnIdentity
@@ -57,6 +59,8 @@ class TurnRequest:
     limits: Mapping[str, Any] = field(default_factory=dict)
     """Asked limits (`max_loops`, `max_output_tokens`, `max_total_tokens`); the ceilings cap them."""
     max_steps: int | None = None
+    channel: str = "api"
+    """The door the turn came through: `api`, `mcp` or `a2a`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,15 @@ class SessionRuntime(Protocol):
     async def close_session(self, session_id: uuid.UUID) -> None: ...
 
 
+class SessionExpiry(Protocol):
+    """The idle TTL's promise (app/sessions/expiry.py): a session idle past it is expired from that
+    instant on, swept or not. The engine asks it only when the session's last turn is old enough."""
+
+    def may_have_expired(self, last_active_at: datetime, now: datetime) -> bool: ...
+
+    async def status(self, caller: Principal, session_id: uuid.UUID) -> str: ...
+
+
 Decide = Callable[[AsyncSession], Awaitable[uuid.UUID | None]]
 """Records decisions on an interrupted turn inside the resume's transaction (the turn row locked by
 it); returns the approval whose decision resumes the turn, or None while others still wait."""
@@ -92,14 +105,25 @@ class TurnEngine:
         *,
         autonomy_enabled: bool = True,
         session_runtimes: Mapping[str, SessionRuntime] | None = None,
+        expiry: SessionExpiry | None = None,
     ) -> None:
         self.manager = manager
         self._session_factory = session_factory
         self._autonomy_enabled = autonomy_enabled
         self._session_runtimes = dict(session_runtimes or {})
+        self._expiry = expiry
         self._store = manager.store
         self._queue = manager.queue
         self._claims = ClaimStore(manager.store.sql)
+
+    @property
+    def runner_id(self) -> uuid.UUID:
+        """This process's id in the runner leases (a runner's heartbeat is the lease on what it runs)."""
+        return self.manager.runner_id
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        return self.manager.services.providers
 
     @property
     def draining(self) -> bool:
@@ -171,11 +195,14 @@ class TurnEngine:
         session = await self._store.session_for_turn(caller.tenant_id, session_id, caller.owner_filter)
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session["status"] != "open":
-            raise session_not_open(session_id, session["status"])
+        now = utcnow()
+        status = session["status"]
+        if status == "open" and self._expiry and self._expiry.may_have_expired(session["last_active_at"], now):
+            status = await self._expiry.status(caller, session_id)
+        if status != "open":
+            raise session_not_open(session_id, status)
         snapshot = session["snapshot"]
         self._admit_runtime(session["id"], snapshot)
-        now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
         max_steps = self._admit_mode(request, snapshot)
@@ -187,7 +214,7 @@ class TurnEngine:
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": request.mode,
-            "max_steps": max_steps,
+            "max_steps": max_steps, "channel": request.channel,
         }  # fmt: skip
         return session, turn, ident
 

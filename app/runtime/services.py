@@ -16,6 +16,7 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store.quota import LedgerQuota
 from app.tools.mcp_gateway import McpGatewayClient
+from app.tools.recorded import Recording
 from app.tools.toolbox import LocalTools, ToolBox
 
 DEFAULT_RUNTIME = "langgraph"
@@ -92,6 +93,7 @@ class RunServices:
                 gateway_token=gateway_token,
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
                 local=self._memory(run),
+                recording=Recording.of(snapshot),
             ),
             governance=Governance(
                 self._sql,

@@ -19,7 +19,7 @@ from app.errors import NotFound
 from app.models import Turn
 from app.runtime.engine import Started, TurnEngine, TurnRequest
 from app.runtime.port.events import Followed
-from app.sessions.service import SessionService
+from app.sessions.service import SessionService, idle_ttl
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -34,13 +34,18 @@ class TurnService:
         return unit_of_work(self.container.session_factory)
 
     async def start(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, turn_id: uuid.UUID | None = None
+        self,
+        session_id: uuid.UUID,
+        body: schemas.TurnCreate,
+        *,
+        turn_id: uuid.UUID | None = None,
+        channel: schemas.Channel = "api",
     ) -> Started:
         """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
-        finds the turn instead of starting a second one)."""
-        return await self.engine.start(self.principal, session_id, request_of(body), turn_id=turn_id)
+        finds the turn instead of starting a second one); `channel` is the door it came through."""
+        return await self.engine.start(self.principal, session_id, request_of(body, channel), turn_id=turn_id)
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
         async with self._uow() as db:
@@ -58,9 +63,12 @@ class TurnService:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
+    def _sessions(self, db: AsyncSession) -> SessionService:
+        return SessionService(db, self.principal, ttl=idle_ttl(self.container))
+
     async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
         async with self._uow() as db:
-            await SessionService(db, self.principal).get(session_id)
+            await self._sessions(db).get(session_id)
             rows = await TurnRepository(db, self.principal.tenant_id).page(
                 self.principal, session_id, limit=limit, cursor=cursor
             )
@@ -91,7 +99,7 @@ class TurnService:
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
         async with self._uow() as db:
-            await SessionService(db, self.principal).close(session_id)
+            await self._sessions(db).close(session_id)
         await self.engine.close_session(self.principal.tenant_id, session_id)
 
     async def follow(self, turn_id: uuid.UUID, after: int) -> AsyncIterator[Followed]:
@@ -102,7 +110,7 @@ class TurnService:
                 yield followed
 
 
-def request_of(body: schemas.TurnCreate) -> TurnRequest:
+def request_of(body: schemas.TurnCreate, channel: schemas.Channel = "api") -> TurnRequest:
     asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
     return TurnRequest(
         input=body.input,
@@ -110,4 +118,5 @@ def request_of(body: schemas.TurnCreate) -> TurnRequest:
         multitask_strategy=body.multitask_strategy,
         limits=asked,
         max_steps=body.limits.max_steps if body.limits else None,
+        channel=channel,
     )
