@@ -13,6 +13,7 @@ from app.tools.base import ToolResult
 
 __all__ = ["HumanDecision", "TurnState"]
 
+
 class TurnState(TypedDict, total=False):
     input: str
     max_loops: int

@@ -129,9 +129,7 @@ def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, A
     return inserts, merged(settlements) if settlements else [], ceilings
 
 
-def _raise_ceiling(
-    turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None
-) -> Update:
+def _raise_ceiling(turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None) -> Update:
     """Never lowers a ceiling, and never raises one for a run another runner took over (the fence)."""
     owned = turns.c.runner_id == runner_id if fence is None else turns.c.id.in_(select(fence.c.id))
     return (

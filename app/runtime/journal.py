@@ -99,8 +99,18 @@ class Continued:
 
     def stored(self, event_type: str, key: str) -> bool:
         return (event_type, key) in self.stored_events
+
     input_judged: bool = False
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supersedes:
+    """The turn a new turn regenerates (POST /turns/{id}/regenerate): its messages are out of the history."""
+
+    turn_id: uuid.UUID
+    input: str
+    """Its input: the Claude SDK runtime finds that prompt in its transcript and resumes before it."""
 
 
 @dataclass(slots=True)
@@ -144,6 +154,8 @@ class TurnRun:
     """A resumed or continued autonomous run: its stored `plan.*` events (the plan and each step's state)."""
     continued: Continued | None = None
     """Set when this run continues a running turn whose run was lost (see `Continued`)."""
+    supersedes: Supersedes | None = None
+    """Set on the first run of a turn that regenerates another."""
 
     @property
     def resumed(self) -> bool:

@@ -57,4 +57,3 @@ async def resume_run(
         max_steps=turn.max_steps or 0,
         plan_events=await store.plan_events(turn.tenant_id, turn.id) if turn.mode == "autonomous" else [],
     )
-

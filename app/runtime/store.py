@@ -14,10 +14,11 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.dml import Delete, Update
 
 from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
@@ -27,6 +28,7 @@ from app.models import (
     Message,
     PolicyDecision,
     Session,
+    Summary,
     ToolExecution,
     Turn,
     TurnEvent,
@@ -55,6 +57,7 @@ DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
+SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 RUN_COLUMNS = ("input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps")
@@ -124,9 +127,14 @@ def chat_message(row: Mapping[str, Any]) -> ChatMessage:
 
 HISTORY = Query(
     select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
-    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    .where(
+        Message.tenant_id == bindparam("tenant_id"),
+        Message.session_id == bindparam("session_id"),
+        Message.superseded_by_turn_id.is_(None),
+    )
     .order_by(Message.id)
 )
+"""The conversation a prompt is built from: every message but those a regenerated turn put aside."""
 _SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
     Session.status,
@@ -154,8 +162,9 @@ LEDGER_COLUMNS = (
 _DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 LEDGER_PUT = {
     name: Query(
-        (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
-        .on_conflict_do_update(
+        (
+            statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS})
+        ).on_conflict_do_update(
             index_elements=["idempotency_key"],
             set_={"status": COMPLETED, "result": statement.excluded.result, "is_error": statement.excluded.is_error},
             where=bare(LEDGER).c.status == DISPATCHED,
@@ -187,7 +196,8 @@ PLAN_EVENTS = Query(
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
-    (data-modifying CTEs).
+    (data-modifying CTEs); a turn that regenerates another (`supersedes_turn_id`) puts that turn's
+    messages aside and drops its summaries in the same statement, only if the new turn was stored.
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
     takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
@@ -202,9 +212,41 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
-    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched))
+    statement = insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched)
+    if "supersedes_turn_id" in turn_columns:
+        stored = select(new_turn.c.id).exists()
+        statement = statement.add_cte(
+            _supersede_messages().where(stored).cte("put_aside"), _drop_summaries().where(stored).cte("dropped")
+        )
+    return Query(statement)
 
 
+def _supersede_messages() -> Update:
+    table = bare(MESSAGES)
+    return (
+        update(table)
+        .where(
+            table.c.tenant_id == bindparam("tenant_id"),
+            table.c.session_id == bindparam("session_id"),
+            table.c.turn_id == bindparam("supersedes_turn_id"),
+            table.c.superseded_by_turn_id.is_(None),
+        )
+        .values(superseded_by_turn_id=bindparam("id"))
+    )
+
+
+def _drop_summaries() -> Delete:
+    """A summary the regenerated turn made covers messages now put aside: the next compaction rebuilds it."""
+    table = bare(SUMMARIES)
+    return delete(table).where(
+        table.c.tenant_id == bindparam("tenant_id"),
+        table.c.session_id == bindparam("session_id"),
+        table.c.turn_id == bindparam("supersedes_turn_id"),
+    )
+
+
+_SUPERSEDE = Query(_supersede_messages())
+_DROP_SUMMARIES = Query(_drop_summaries())
 _TOUCH_SESSION = Query(
     update(bare(SESSIONS))
     .where(bare(SESSIONS).c.id == bindparam("touched_session"))
@@ -284,6 +326,9 @@ class TurnStore:
                     raise NoFreeSlot(max_concurrent)
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
+                if "supersedes_turn_id" in turn:
+                    await tx.execute(_SUPERSEDE, turn)
+                    await tx.execute(_DROP_SUMMARIES, turn)
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
@@ -354,9 +399,7 @@ async def end_unowned_turn(
     """
     async with engine.begin() as conn:
         this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-        before = (
-            await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())
-        ).first()
+        before = (await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())).first()
         if before is None or before.status not in ("running", "interrupted"):
             return False
         last = await conn.scalar(

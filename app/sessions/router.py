@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response, status
 
@@ -43,9 +43,7 @@ async def create_session(
     return session
 
 
-@router.get(
-    "", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400)
-)
+@router.get("", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400))
 async def list_sessions(
     service: Service, agent_id: uuid.UUID | None = None, limit: Limit = 50, cursor: str | None = None
 ) -> Page[schemas.Session]:
@@ -59,14 +57,24 @@ async def list_sessions(
     responses=problem_responses(404),
 )
 async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Session:
-    return schemas.Session.model_validate(await service.get(session_id))
+    return await service.view(session_id)
 
 
 @router.get(
-    "/{session_id}/messages", operation_id="listSessionMessages", response_model=schemas.MessagePage,
+    "/{session_id}/messages",
+    operation_id="listSessionMessages",
+    response_model=schemas.MessagePage,
     responses=problem_responses(400, 404),
 )
 async def list_messages(
-    session_id: uuid.UUID, service: Service, limit: Limit = 100, cursor: str | None = None
+    session_id: uuid.UUID,
+    service: Service,
+    limit: Limit = 100,
+    cursor: str | None = None,
+    include: Annotated[
+        Literal["superseded"] | None,
+        Query(description="`superseded`: also the messages of turns that were regenerated (kept, out of the prompt)"),
+    ] = None,
 ) -> schemas.MessagePage:
-    return await service.messages_page(session_id, limit=limit, cursor=cursor)
+    """The history in order: each message with the `turn_id` that wrote it (and `superseded_by_turn_id`)."""
+    return await service.messages_page(session_id, limit=limit, cursor=cursor, superseded=include == "superseded")

@@ -51,7 +51,8 @@ class SessionService:
         self.sessions = SessionRepository(db, principal.tenant_id)
         self.messages = MessageRepository(db, principal.tenant_id)
 
-    async def create(self, data: schemas.SessionCreate) -> Session:
+    async def create(self, data: schemas.SessionCreate, *, owner_sub: str | None = None) -> Session:
+        """`owner_sub`: the new session's owner (default: the caller; a fork keeps its origin's owner)."""
         pinned = await AgentVersionRepository(self.db, self.principal.tenant_id).pinned(
             data.agent_id, data.agent_version
         )
@@ -67,7 +68,7 @@ class SessionService:
                 tenant_id=self.principal.tenant_id,
                 agent_id=data.agent_id,
                 agent_version=pinned.version,
-                owner_sub=self.principal.sub,
+                owner_sub=owner_sub or self.principal.sub,
                 snapshot=pinned.config,
                 meta=data.metadata,
                 status="open",
@@ -81,12 +82,18 @@ class SessionService:
             raise NotFound(f"Session {session_id} not found")
         return session
 
-    async def page(
-        self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None
-    ) -> Page[schemas.Session]:
+    async def page(self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None) -> Page[schemas.Session]:
         rows = await self.sessions.page(self.principal, agent_id=agent_id, limit=limit, cursor=cursor)
         items, next_cursor = page_of(rows, limit)
-        return Page(items=[schemas.Session.model_validate(s) for s in items], next_cursor=next_cursor)
+        return Page(items=await self.views(items), next_cursor=next_cursor)
+
+    async def view(self, session_id: uuid.UUID) -> schemas.Session:
+        return (await self.views([await self.get(session_id)]))[0]
+
+    async def views(self, sessions: list[Session]) -> list[schemas.Session]:
+        """The sessions as answered, each with the ids of its forks."""
+        forks = await self.sessions.forks_of([s.id for s in sessions])
+        return [schemas.Session.model_validate(s).model_copy(update={"forks": forks.get(s.id, [])}) for s in sessions]
 
     async def close(self, session_id: uuid.UUID) -> None:
         session = await self.get(session_id, for_update=True)
@@ -97,11 +104,11 @@ class SessionService:
         await self.db.flush()
 
     async def messages_page(
-        self, session_id: uuid.UUID, *, limit: int, cursor: str | None
+        self, session_id: uuid.UUID, *, limit: int, cursor: str | None, superseded: bool = False
     ) -> schemas.MessagePage:
         await self.get(session_id)
         after = _after(cursor)
-        rows = await self.messages.page(session_id, after=after, limit=limit)
+        rows = await self.messages.page(session_id, after=after, limit=limit, superseded=superseded)
         more = len(rows) > limit
         rows = rows[:limit]
         return schemas.MessagePage(

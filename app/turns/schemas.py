@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from app.runtime.events import ErrorInfo, TurnStatus, Usage
 
-__all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
+__all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnRegenerate", "TurnStatus", "Usage"]
 
 
 class TurnLimits(BaseModel):
@@ -38,6 +38,13 @@ class TurnCreate(BaseModel):
     )
 
 
+class TurnRegenerate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: str | None = Field(
+        default=None, min_length=1, max_length=200_000, description="The new turn's input (default: the same input)"
+    )
+
+
 class PlanItem(BaseModel):
     """One todo of an autonomous turn's plan and where it stands."""
 
@@ -60,6 +67,9 @@ class Turn(BaseModel):
     error: ErrorInfo | None
     last_seq: int
     resumed_by: uuid.UUID | None
+    supersedes_turn_id: uuid.UUID | None = Field(
+        default=None, description="The turn this one regenerated (its messages are superseded)"
+    )
     created_at: datetime
     ended_at: datetime | None
     plan: list[PlanItem] | None = Field(
@@ -82,6 +92,7 @@ class Turn(BaseModel):
             error=row.error,
             last_seq=row.last_seq,
             resumed_by=row.resumed_by,
+            supersedes_turn_id=row.supersedes_turn_id,
             created_at=row.created_at,
             ended_at=row.ended_at,
         )

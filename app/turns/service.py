@@ -25,7 +25,7 @@ from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
-from app.runtime.journal import TurnIdentity, TurnRun
+from app.runtime.journal import Supersedes, TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
 from app.runtime.queue import QueueFull
 from app.runtime.quota import token_quota_of
@@ -50,19 +50,25 @@ class TurnService:
         self.manager: TurnManager = container.turns
         self.principal = principal
 
-    def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
+    def uow(self) -> AbstractAsyncContextManager[AsyncSession]:
         return unit_of_work(self.container.session_factory)
 
     async def start(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, turn_id: uuid.UUID | None = None
+        self,
+        session_id: uuid.UUID,
+        body: schemas.TurnCreate,
+        *,
+        turn_id: uuid.UUID | None = None,
+        supersedes: Supersedes | None = None,
     ) -> tuple[uuid.UUID, Followable]:
         """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
-        finds the turn instead of starting a second one)."""
+        finds the turn instead of starting a second one). `supersedes`: the turn regenerates that one
+        (app/turns/regenerate.py), whose messages leave the history in the statement that stores it."""
         self.manager.admit()
         try:
-            run = await self._create(session_id, body, turn_id=turn_id)
+            run = await self._create(session_id, body, turn_id=turn_id, supersedes=supersedes)
         except NoFreeSlot as exc:
             # every slot is taken: a turn asked to wait behind its session's active turn waits for a slot too
             if body.multitask_strategy != "enqueue" or await self._active_in(session_id) is None:
@@ -82,7 +88,7 @@ class TurnService:
         return run.ident.turn_id, self.manager.launch(run)
 
     async def _active_in(self, session_id: uuid.UUID) -> Turn | None:
-        async with self._uow() as db:
+        async with self.uow() as db:
             return await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
 
     async def _enqueue(
@@ -100,11 +106,17 @@ class TurnService:
         with contextlib.suppress(Conflict):
             await self.cancel(active.id)
         if rollback:
-            async with self._uow() as db:
+            async with self.uow() as db:
                 await TurnRepository(db, self.principal.tenant_id).delete_messages(active.id)
 
     async def _create(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, queued: bool = False, turn_id: uuid.UUID | None = None
+        self,
+        session_id: uuid.UUID,
+        body: schemas.TurnCreate,
+        *,
+        queued: bool = False,
+        turn_id: uuid.UUID | None = None,
+        supersedes: Supersedes | None = None,
     ) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
@@ -135,6 +147,8 @@ class TurnService:
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
             "max_steps": max_steps,
         }  # fmt: skip
+        if supersedes is not None:
+            turn["supersedes_turn_id"] = supersedes.turn_id
         if queued:
             await self._store_queued(turn)
             history: list[ChatMessage] = []
@@ -156,6 +170,7 @@ class TurnService:
             mode=body.mode,
             max_steps=max_steps or 0,
             seq_ceiling=SEQ_BLOCK,
+            supersedes=supersedes,
         )
 
     async def _store_queued(self, turn: dict[str, Any]) -> None:
@@ -187,8 +202,8 @@ class TurnService:
             )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
-        async with self._uow() as db:
-            turn = await self._load(db, turn_id)
+        async with self.uow() as db:
+            turn = await self.load(db, turn_id)
             if turn.mode != "autonomous":
                 return schemas.Turn.of(turn)
             events = await TurnRepository(db, self.principal.tenant_id).plan_events(turn_id)
@@ -196,14 +211,14 @@ class TurnService:
         plan = [schemas.PlanItem(id=s.id, title=s.title, status=s.status, output=s.output) for s in steps]  # type: ignore[arg-type]
         return schemas.Turn.of(turn, plan)
 
-    async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+    async def load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)
         if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
     async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
-        async with self._uow() as db:
+        async with self.uow() as db:
             await SessionService(db, self.principal).get(session_id)
             rows = await TurnRepository(db, self.principal.tenant_id).page(
                 self.principal, session_id, limit=limit, cursor=cursor
@@ -240,7 +255,7 @@ class TurnService:
             remote = current.status == "running" and await self._cancelled_elsewhere(turn_id)
             if not remote:
                 await self.manager.end_orphan(self.principal.tenant_id, turn_id, status="cancelled", error=None)
-        async with self._uow() as db:
+        async with self.uow() as db:
             await TurnRepository(db, self.principal.tenant_id).expire_pending_approvals(turn_id)
         return await self.get(turn_id)
 
@@ -252,7 +267,7 @@ class TurnService:
 
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
-        async with self._uow() as db:
+        async with self.uow() as db:
             await SessionService(db, self.principal).close(session_id)
             active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
         if active is not None:
@@ -304,7 +319,7 @@ class TurnService:
         self, turn_id: uuid.UUID, after: int, *, upto: int | None
     ) -> AsyncIterator[tuple[int, bytes, str]]:
         while upto is None or after < upto:
-            async with self._uow() as db:
+            async with self.uow() as db:
                 rows = await TurnRepository(db, self.principal.tenant_id).events_after(turn_id, after, REPLAY_PAGE)
             for seq, event_type, data in rows:
                 if upto is not None and seq > upto:
