@@ -226,12 +226,12 @@ def _supersede_messages() -> Update:
     return (
         update(table)
         .where(
-            table.c.tenant_id == bindparam("tenant_id"),
-            table.c.session_id == bindparam("session_id"),
-            table.c.turn_id == bindparam("supersedes_turn_id"),
+            table.c.tenant_id == bindparam("s_tenant"),
+            table.c.session_id == bindparam("s_session"),
+            table.c.turn_id == bindparam("s_old"),
             table.c.superseded_by_turn_id.is_(None),
         )
-        .values(superseded_by_turn_id=bindparam("id"))
+        .values(superseded_by_turn_id=bindparam("s_new"))
     )
 
 
@@ -239,9 +239,9 @@ def _drop_summaries() -> Delete:
     """A summary the regenerated turn made covers messages now put aside: the next compaction rebuilds it."""
     table = bare(SUMMARIES)
     return delete(table).where(
-        table.c.tenant_id == bindparam("tenant_id"),
-        table.c.session_id == bindparam("session_id"),
-        table.c.turn_id == bindparam("supersedes_turn_id"),
+        table.c.tenant_id == bindparam("s_tenant"),
+        table.c.session_id == bindparam("s_session"),
+        table.c.turn_id == bindparam("s_old"),
     )
 
 
@@ -257,6 +257,14 @@ _TOUCH_SESSION = Query(
 
 def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
     return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
+
+
+def _superseding(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of `_supersede_messages` and `_drop_summaries` for a turn that regenerates another."""
+    if "supersedes_turn_id" not in turn:
+        return {}
+    return {"s_tenant": turn["tenant_id"], "s_session": turn["session_id"], "s_old": turn["supersedes_turn_id"],
+            "s_new": turn["id"]}  # fmt: skip
 
 
 @lru_cache(maxsize=8)
@@ -306,7 +314,7 @@ class TurnStore:
         slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message), slotted)
-            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn), **_superseding(turn)}
             for attempt in range(SLOT_ATTEMPTS):
                 try:
                     if not await self.sql.execute(query, {**params, **slots}):
@@ -326,9 +334,9 @@ class TurnStore:
                     raise NoFreeSlot(max_concurrent)
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
-                if "supersedes_turn_id" in turn:
-                    await tx.execute(_SUPERSEDE, turn)
-                    await tx.execute(_DROP_SUMMARIES, turn)
+                if superseding := _superseding(turn):
+                    await tx.execute(_SUPERSEDE, superseding)
+                    await tx.execute(_DROP_SUMMARIES, superseding)
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
