@@ -37,9 +37,11 @@ async def test_regenerating_the_latest_turn_supersedes_its_messages_and_keeps_it
 
     branching.model.requests.clear()
     frames = await read_turn(api, "POST", f"/turns/{second}/regenerate", json={}, headers=alice)
-    assert frames[0].event == "turn.started" and frames[-1].event == "turn.ended"
+    assert frames[0].event == "turn.started"
+    assert frames[-1].event == "turn.ended"
     again = frames[-1].data
-    assert again["status"] == "completed" and again["turn_id"] != second
+    assert again["status"] == "completed"
+    assert again["turn_id"] != second
     assert prompt_of(branching.model.requests[0]) == [*said(before[:2]), ("user", "two")]
 
     history = await messages(api, alice, session["id"])
@@ -137,7 +139,8 @@ async def test_a_regenerated_turns_tool_call_is_a_new_call_never_served_from_the
     frames = await read_turn(api, "POST", f"/turns/{old}/regenerate", json={}, headers=alice)
     new = frames[-1].data["turn_id"]
     assert [f.data["result"] for f in frames if f.event == "tool_call.completed"] == ["created issue #2: bug"]
-    assert len(gateway.calls) == 2 and gateway.calls[0][1] != gateway.calls[1][1]
+    assert len(gateway.calls) == 2
+    assert gateway.calls[0][1] != gateway.calls[1][1]
     async with branching.app.state.container.engine.connect() as conn:
         rows = (await conn.execute(select(ToolExecution.turn_id, ToolExecution.result))).all()
     by_turn = {str(r.turn_id): r.result for r in rows if str(r.turn_id) in (old, new)}

@@ -62,9 +62,7 @@ class MemoryJournal:
             )
         )
 
-    def decision(
-        self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None
-    ) -> None:
+    def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
         self.receipts.append((decision, tool_call_id, tool_name))
 
     def unanswered_call(self, usage: ModelUsage) -> None:
