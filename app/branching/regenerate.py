@@ -12,7 +12,7 @@ import uuid
 
 from app.errors import Conflict
 from app.models import ACTIVE_STATUSES, Turn
-from app.runtime.journal import Supersedes
+from app.runtime.port.journal import Supersedes
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 from app.turns.service import Followable, TurnService

@@ -16,9 +16,9 @@ from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
 from app.models import Session
 from app.models.base import utcnow
-from app.runtime.session_store import create_pinned, get_or_create_pinned
 from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SessionRepository
+from app.sessions.store import create_pinned, get_or_create_pinned
 
 
 async def new_session(

@@ -20,8 +20,8 @@ from app.governance.policy import Decision, PolicySet, parse_rules
 from app.graph.context import TurnContext
 from app.providers.base import ChatMessage, Provider, ToolCall
 from app.providers.scripted import ScriptedProvider
-from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
+from app.runtime.port.events import EventBody
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.models import Approval, Session, ToolExecution
 from app.models.base import utcnow
 from app.providers.base import ToolCall
-from app.runtime.journal import TurnIdentity
+from app.runtime.port.journal import TurnIdentity
 from app.tools.base import ToolResult
 from tests.approvals.helpers import turn_id
 from tests.conftest import make_settings, running_app

@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import Sql
 from app.models import Turn, TurnEvent
 from app.providers.base import ToolCall
-from app.runtime.journal import Continued, TurnIdentity, TurnRun
+from app.runtime.port.journal import Continued, TurnIdentity, TurnRun
 from app.runtime.runner import opening_event
-from app.runtime.store import TurnStore
+from app.runtime.store.turns import TurnStore
 from app.runtime.stream import SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from app.tools.base import ToolResult
 from tests.turns.support import dispatch, raw_event, runner_of

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from app.models.base import utcnow
-from app.runtime.notify import EventListener
+from app.runtime.store.notify import EventListener
 from app.runtime.stream import EVENTS, BatchFlusher, TurnWriter
 from tests.factories import create_agent, create_session
 from tests.sse import read_turn

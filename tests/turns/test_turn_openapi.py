@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.runtime.events import TURN_EVENT_ADAPTER
+from app.runtime.port.events import TURN_EVENT_ADAPTER
 from app.settings import Settings
 from tests.sse import read_turn
 from tests.turns.support import scripted_session

@@ -36,7 +36,9 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.admission import (
+from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.store.admission import (
     SLOT_ATTEMPTS,
     SLOT_INDEX,
     NoFreeSlot,
@@ -45,11 +47,9 @@ from app.runtime.admission import (
     slotted_turn_insert,
     with_tenant_admission,
 )
-from app.runtime.batch import LEDGER, Settle
-from app.runtime.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
-from app.runtime.notify import notify_followers
-from app.runtime.outbox import enqueue_in_transaction
+from app.runtime.store.batch import LEDGER, Settle
+from app.runtime.store.notify import notify_followers
+from app.runtime.store.outbox import enqueue_in_transaction
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -200,7 +200,7 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     messages aside and drops its summaries in the same statement, only if the new turn was stored.
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
-    takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
+    takes a free concurrency slot, or nothing is inserted (app/runtime/store/admission.py).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
     turn_insert = (
@@ -294,7 +294,7 @@ class TurnStore:
         self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
     ) -> Mapping[str, Any] | None:
         """What a new turn needs of its session and tenant (None if not visible: other tenant, or not
-        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/admission.py)."""
+        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/store/admission.py)."""
         params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
             return await self.sql.fetchrow(SESSION_FOR_TURN, params)

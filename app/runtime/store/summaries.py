@@ -1,8 +1,9 @@
 """Compaction summaries of a session: the newest one, and storing one with the message ids it covers.
 
-A summary stands for the first `message_count` messages of its session, which is how the built-in
-context applies it to a conversation read in storage order; the ids of the first and the last of
-those messages are stored with it so the range is explicit. Hot-path `Query` statements
+A summary stands for the first `message_count` messages of its session's history (superseded
+messages are not in it), which is how the built-in context applies it to a conversation read in
+storage order; the ids of the first and the last of those messages are stored with it so the range
+is explicit. Hot-path `Query` statements
 (app/core/sql.py), both keyed by tenant and session.
 """
 
@@ -16,7 +17,7 @@ from app.context.compaction import StoredSummary
 from app.core.sql import Query, Sql, insert_rows
 from app.models import Message, Summary
 from app.models.base import utcnow
-from app.runtime.journal import TurnIdentity
+from app.runtime.port.journal import TurnIdentity
 
 SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 _SESSION = (Summary.tenant_id == bindparam("tenant_id"), Summary.session_id == bindparam("session_id"))
@@ -28,7 +29,11 @@ LATEST = Query(
 )
 MESSAGE_AT = Query(
     select(Message.id)
-    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    .where(
+        Message.tenant_id == bindparam("tenant_id"),
+        Message.session_id == bindparam("session_id"),
+        Message.superseded_by_turn_id.is_(None),
+    )
     .order_by(Message.id)
     .offset(bindparam("position", type_=Integer))
     .limit(1)
