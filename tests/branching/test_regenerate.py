@@ -4,6 +4,7 @@ and its tool calls never served to the new turn from the ledger."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -161,3 +162,20 @@ async def test_an_autonomous_turn_regenerates_autonomously(branching: Branching,
     assert [m["turn_id"] for m in await messages(api, alice, session["id"])] == [new["id"]] * len(
         await messages(api, alice, session["id"])
     )
+
+
+async def test_two_regenerates_of_one_turn_at_once_start_one_turn(branching: Branching, alice: dict[str, str]) -> None:
+    api = branching.client
+    session = await new_session(api, alice, *REPLIES)
+    old = (await turn(api, alice, session["id"], "one"))[-1].data["turn_id"]
+    async_ = {**alice, "Prefer": "respond-async"}
+    answers = await asyncio.gather(
+        *(api.post(f"/turns/{old}/regenerate", json={"input": f"try {n}"}, headers=async_) for n in range(2))
+    )
+    started = [a for a in answers if a.status_code == 202]
+    refused = [a for a in answers if a.status_code == 409]
+    assert (len(started), len(refused)) == (1, 1), [a.text for a in answers]
+    assert refused[0].json()["code"] in ("turn_superseded", "turn_running")
+    await settled(api, alice, started[0].json()["id"])
+    turns = (await api.get(f"/sessions/{session['id']}/turns", headers=alice)).json()["items"]
+    assert [t["supersedes_turn_id"] for t in turns] == [old, None]
