@@ -92,6 +92,10 @@ async def test_a_fork_of_a_fork_keeps_what_the_first_fork_kept_up_to_its_point(
     assert said(await messages(api, alice, second.json()["id"])) == said(first_items)
     assert (await api.get(f"/sessions/{first['id']}", headers=alice)).json()["forks"] == [second.json()["id"]]
     assert (await api.get(f"/sessions/{origin['id']}", headers=alice)).json()["forks"] == [first["id"]]
+    listed = (await api.get("/sessions", params={"agent_id": origin["agent_id"]}, headers=alice)).json()["items"]
+    assert {s["id"]: s["forks"] for s in listed} == {
+        origin["id"]: [first["id"]], first["id"]: [second.json()["id"]], second.json()["id"]: [],
+    }  # fmt: skip
 
 
 async def test_a_fork_while_the_origin_runs_keeps_ended_turns_and_refuses_the_running_one(
