@@ -39,7 +39,12 @@ async def new_session(
     else:
         row, created = await get_or_create_pinned(container.sql, **fields, external_id=data.external_id)
     if row is not None:
-        return schemas.Session.model_validate(dict(row)), created
+        session = schemas.Session.model_validate(dict(row))
+        if not created:  # a session found by its external_id may have been forked
+            async with unit_of_work(container.session_factory) as db:
+                forks = await SessionRepository(db, principal.tenant_id).forks_of([session.id])
+            session = session.model_copy(update={"forks": forks.get(session.id, [])})
+        return session, created
     async with unit_of_work(container.session_factory) as db:
         return schemas.Session.model_validate(await SessionService(db, principal).create(data)), True
 

@@ -65,7 +65,7 @@ class TurnService:
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
         finds the turn instead of starting a second one). `supersedes`: the turn regenerates that one
-        (app/turns/regenerate.py), whose messages leave the history in the statement that stores it."""
+        (app/branching/regenerate.py), whose messages leave the history in the statement that stores it."""
         self.manager.admit()
         try:
             run = await self._create(session_id, body, turn_id=turn_id, supersedes=supersedes)

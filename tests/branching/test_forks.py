@@ -157,6 +157,11 @@ async def test_a_fork_refuses_a_point_outside_its_history_and_another_tenants_or
 
     named = await _fork(api, alice, origin["id"], external_id="branch-1")
     assert named.status_code == 201
+    again = await api.post("/sessions", json={"agent_id": origin["agent_id"], "external_id": "branch-1"}, headers=alice)
+    assert (again.status_code, again.json()["forked_from"]["session_id"]) == (200, origin["id"])
+    await _fork(api, alice, named.json()["id"])
+    found = await api.post("/sessions", json={"agent_id": origin["agent_id"], "external_id": "branch-1"}, headers=alice)
+    assert len(found.json()["forks"]) == 1
     taken = await _fork(api, alice, origin["id"], external_id="branch-1")
     assert (taken.status_code, taken.json()["code"]) == (409, "external_id_in_use")
     assert len((await api.get(f"/sessions/{origin['id']}", headers=alice)).json()["forks"]) == 2
