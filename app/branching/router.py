@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Response, status
 
@@ -25,13 +26,29 @@ from app.turns.responses import (
 router = APIRouter(responses=problem_responses(401, 404, 422))
 
 
+def _coded(status_code: int, codes: str) -> dict[int | str, dict[str, Any]]:
+    """A problem response whose description names the `code`s it carries (docs/branching.md)."""
+    entry = problem_responses(status_code)[status_code]
+    return {status_code: {**entry, "description": f"{entry['description']}: {codes}"}}
+
+
+FORK_PROBLEMS = {
+    **_coded(409, "`turn_running` (the point is inside an unfinished turn), `external_id_in_use`"),
+    **_coded(422, "`message_not_in_session`, `message_superseded`, `message_not_forkable`, or an invalid body"),
+}
+REGENERATE_PROBLEMS = {
+    **_coded(409, "`turn_running`, `turn_not_latest`, `turn_superseded`, `session_closed`, `session_expired`"),
+    **problem_responses(406, 429),
+}
+
+
 @router.post(
     "/sessions/{session_id}/fork",
     operation_id="forkSession",
     tags=["sessions"],
     status_code=status.HTTP_201_CREATED,
     response_model=session_schemas.Session,
-    responses=problem_responses(409),
+    responses=FORK_PROBLEMS,
 )
 async def fork_session(
     session_id: uuid.UUID,
@@ -56,7 +73,7 @@ async def fork_session(
     operation_id="regenerateTurn",
     tags=["turns"],
     response_model=None,
-    responses={**TURN_RESPONSES, **ACCEPTED_RESPONSE, **problem_responses(406, 409, 429)},
+    responses={**TURN_RESPONSES, **ACCEPTED_RESPONSE, **REGENERATE_PROBLEMS},
     openapi_extra=TURN_ACCEPT,
 )
 async def regenerate_turn(
