@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.auth.principal import Principal
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import Conflict, RuleViolation
 from app.models import ACTIVE_STATUSES, Session, Summary
@@ -25,12 +22,13 @@ UNFINISHED = (*ACTIVE_STATUSES, "queued")
 
 
 class ForkService:
-    def __init__(self, db: AsyncSession, principal: Principal) -> None:
-        self.db = db
-        self.sessions = SessionService(db, principal)
-        self.messages = MessageRepository(db, principal.tenant_id)
-        self.summaries = SummaryRepository(db, principal.tenant_id)
-        self.turns = TurnRepository(db, principal.tenant_id)
+    def __init__(self, sessions: SessionService) -> None:
+        self.db = sessions.db
+        self.sessions = sessions
+        tenant_id = sessions.principal.tenant_id
+        self.messages = MessageRepository(self.db, tenant_id)
+        self.summaries = SummaryRepository(self.db, tenant_id)
+        self.turns = TurnRepository(self.db, tenant_id)
 
     async def fork(self, session_id: uuid.UUID, body: schemas.SessionFork) -> schemas.Session:
         origin = await self.sessions.get(session_id)
@@ -54,7 +52,8 @@ class ForkService:
         copies = await self.messages.copy_history(origin.id, fork.id, upto=upto)
         await self._carry_summary(origin.id, fork.id, kept, copies, upto)
         await self.db.flush()
-        return schemas.Session.model_validate(fork)
+        (view,) = await self.sessions.views([fork])
+        return view
 
     async def _cut(self, origin: Session, at_message_id: int | None) -> int | None:
         """The id of the last message the fork keeps (None: all); refuses a point inside an unfinished turn."""

@@ -10,8 +10,9 @@ from fastapi import APIRouter, Response, status
 from app.branching.forks import ForkService
 from app.branching.regenerate import regenerate
 from app.core.problems import problem_responses
-from app.deps import CurrentPrincipal, SessionDep
+from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.sessions import schemas as session_schemas
+from app.sessions.service import SessionService, idle_ttl
 from app.turns import schemas as turn_schemas
 from app.turns.responses import (
     ACCEPTED_RESPONSE,
@@ -55,6 +56,7 @@ async def fork_session(
     body: session_schemas.SessionFork,
     db: SessionDep,
     principal: CurrentPrincipal,
+    container: ContainerDep,
     response: Response,
 ) -> session_schemas.Session:
     """A new session of the same owner whose history is this one's up to and including `at_message_id`
@@ -63,7 +65,7 @@ async def fork_session(
     422 `message_not_in_session`, `message_superseded` (a regenerated turn's message) or
     `message_not_forkable` (a tool result); 409 `turn_running` for a message of an unfinished turn (or
     the whole history while a turn is unfinished), `external_id_in_use`."""
-    fork = await ForkService(db, principal).fork(session_id, body)
+    fork = await ForkService(SessionService(db, principal, ttl=idle_ttl(container))).fork(session_id, body)
     response.headers["Location"] = f"/sessions/{fork.id}"
     return fork
 
