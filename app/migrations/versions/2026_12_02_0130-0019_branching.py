@@ -2,7 +2,7 @@
 turn) and the messages a regenerated turn put aside (messages.superseded_by_turn_id)
 
 Revision ID: 0019_branching
-Revises: 0024_evals
+Revises: 0023_channels
 Create Date: 2026-12-02 01:30:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0019_branching"
-down_revision: str | None = "0024_evals"
+down_revision: str | None = "0023_channels"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
