@@ -98,7 +98,7 @@ async def test_every_request_carries_the_bearer(client: McpGatewayClient, gatewa
 async def test_call_tool_returns_content_and_sends_the_idempotency_key(
     client: McpGatewayClient, gateway: Gateway
 ) -> None:
-    key = idempotency_key("session-1", 0, "call-1")
+    key = idempotency_key("session-1", "turn-1", "call-1")
 
     result = await client.call_tool(TOKEN, TEAM, "github__create_issue", {"title": "Bug"}, key)
 
