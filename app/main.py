@@ -41,6 +41,9 @@ from app.evals.router import router as evals_router
 from app.evals.worker import EvalWorker
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.interop.a2a_server.router import router as a2a_router
+from app.interop.mcp_server.router import router as mcp_router
+from app.interop.mcp_server.server import McpServer
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
 from app.memory.tools import MemoryTools
@@ -164,7 +167,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.evals = evals
     evals.start()
     try:
-        yield
+        async with app.state.mcp_server.running():
+            yield
     finally:
         await evals.stop()
         await schedules.stop()
@@ -243,6 +247,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
+    app.state.mcp_server = McpServer(app.version)
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
@@ -272,6 +277,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         webhooks_router,
         web_router,
         adapters_router,
+        mcp_router,
+        a2a_router,
     ):
         app.include_router(router)
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")
