@@ -3,7 +3,8 @@
 It wraps another `TurnRuntime` (the LangGraph loop) behind the same port, so the engine launches,
 cancels, settles and resumes an autonomous turn like any other. Every step runs the inner loop with
 the turn's running totals (loops, tokens), so loop and budget limits count across the whole plan,
-and its loop index goes on from the previous step's: idempotency keys stay unique per step.
+and its loop index goes on from the previous step's. A step's tool calls are told apart from every
+earlier step's by their ids, unique in the session (app/providers/call_ids.py).
 
 A run that goes on from the database (an approval's decision, or a continuation of a turn whose
 replica was lost) rebuilds the plan from its `plan.*` events and the steps' conversation from the

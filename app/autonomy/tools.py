@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.autonomy.plan import Plan, Step
+from app.governance.policy import Decision
 from app.providers.base import ToolCall, ToolSpec
 from app.runtime.port.events import PlanCreated, PlanStepCompleted, PlanTodo
 from app.runtime.port.journal import TurnJournal
@@ -60,6 +61,9 @@ class PlanTools(ToolBox):
 
     def is_mcp(self, name: str) -> bool:
         return self.inner.is_mcp(name)
+
+    def refusal(self, call: ToolCall, policy_hash: str) -> Decision | None:
+        return None if call.name == PLAN_UPDATE else self.inner.refusal(call, policy_hash)
 
     async def run(self, call: ToolCall, idempotency_key: str) -> ToolResult:
         if call.name != PLAN_UPDATE:

@@ -21,8 +21,11 @@ class ToolSpec:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
+    """Unique among the session's calls once the reply is in (app/providers/call_ids.py)."""
     name: str
     arguments: dict[str, Any]
+    provider_id: str | None = None
+    """The id the provider sent, when `id` had to be one of ours instead (it sent none, a bad one, or a taken one)."""
 
 
 @dataclass(frozen=True, slots=True)

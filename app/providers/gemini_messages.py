@@ -69,7 +69,8 @@ def _parts(
     if message.role == "user":
         return "user", parts
     for position, call in enumerate(message.tool_calls):
-        signature = signatures.get(call.id) or (SKIP_SIGNATURE if position == 0 else None)
+        streamed = signatures.get(call.id) or signatures.get(call.provider_id or "")
+        signature = streamed or (SKIP_SIGNATURE if position == 0 else None)
         parts.append(
             types.Part(
                 function_call=types.FunctionCall(id=call.id, name=names.wire(call.name), args=call.arguments),

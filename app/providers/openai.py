@@ -118,8 +118,8 @@ class ChunkAccumulator:
         truncated = self.finish_reason == "length"
         calls = [
             call
-            for index, partial in sorted(self.calls.items())
-            if (call := _tool_call(partial, index, names, truncated=truncated)) is not None
+            for _, partial in sorted(self.calls.items())
+            if (call := _tool_call(partial, names, truncated=truncated)) is not None
         ]
         usage = estimated_usage(request, text, calls, "openai")
         return ModelResponse(
@@ -131,8 +131,9 @@ class ChunkAccumulator:
         )
 
 
-def _tool_call(partial: _PartialCall, index: int, names: ToolNames, *, truncated: bool) -> ToolCall | None:
-    """The finished call; None for a call the length limit cut off mid-arguments."""
+def _tool_call(partial: _PartialCall, names: ToolNames, *, truncated: bool) -> ToolCall | None:
+    """The finished call; None for a call the length limit cut off mid-arguments. A call the server sent
+    without an id keeps it empty: it gets one of ours with the reply (app/providers/call_ids.py)."""
     raw = "".join(partial.argument_parts).strip()
     try:
         arguments: Any = json.loads(raw) if raw else {}
@@ -144,7 +145,7 @@ def _tool_call(partial: _PartialCall, index: int, names: ToolNames, *, truncated
         raise ProviderError("provider_error", f"tool call {partial.name!r} arguments are not an object")
     if not partial.name:
         raise ProviderError("provider_error", "the model streamed a tool call without a name")
-    return ToolCall(id=partial.id or f"call_{index}", name=names.ours(partial.name), arguments=arguments)
+    return ToolCall(id=partial.id, name=names.ours(partial.name), arguments=arguments)
 
 
 def to_provider_error(exc: openai.OpenAIError, *, api_key: str | None) -> ProviderError:

@@ -16,6 +16,7 @@ from app.graph.governed_call import Answered, CallGovernance, Refused, governed_
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ModelRequest, ToolSpec
+from app.providers.call_ids import conversation_call_ids
 from app.runtime.port.events import ToolCallRequested
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
@@ -29,8 +30,14 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         return failed("mcp_gateway_unavailable", str(exc))
     spent = spent_of(state)
     governance = CallGovernance(budget_of(state), spent, ctx.quota)
+    conversation = [*state.get("history", []), *state.get("new_messages", [])]
     outcome = await governed_call(
-        _request(state, ctx, tools), governance, provider=ctx.provider, journal=ctx.journal, kind="model"
+        _request(state, ctx, tools),
+        governance,
+        provider=ctx.provider,
+        journal=ctx.journal,
+        kind="model",
+        call_ids=conversation_call_ids(conversation),
     )
     if isinstance(outcome, Refused):
         return _stopped(state, outcome.code, outcome.reason, spent)

@@ -72,12 +72,18 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
         "turn_id": ident.turn_id,
         "role": message.role,
         "content": message.content,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls] or None,
+        "tool_calls": [stored_call(c) for c in message.tool_calls] or None,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
         "is_error": message.is_error,
         "created_at": utcnow(),
     }
+
+
+def stored_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as its message stores it: our id, and the provider's beside it when it differs."""
+    stored = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    return stored if call.provider_id is None else {**stored, "provider_id": call.provider_id}
 
 
 def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
@@ -114,7 +120,10 @@ def approval_row(ident: TurnIdentity, owner_sub: str, request: ApprovalRequest) 
 
 
 def chat_message(row: Mapping[str, Any]) -> ChatMessage:
-    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row["tool_calls"] or ())
+    calls = tuple(
+        ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"], provider_id=c.get("provider_id"))
+        for c in row["tool_calls"] or ()
+    )
     return ChatMessage(
         role=row["role"],
         content=row["content"],
