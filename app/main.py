@@ -60,6 +60,7 @@ from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
 from app.usage.router import router as usage_router
+from app.web.docs import router as docs_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
@@ -235,6 +236,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Governed LLM agents over HTTP and Server-Sent Events.",
         lifespan=_lifespan,
+        docs_url=None,  # served from the vendored assets (app/web/docs.py): no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     configure_logging(settings.observability.log_format, settings.observability.log_level)
@@ -264,6 +267,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         schedules_router,
         webhooks_router,
         web_router,
+        docs_router,
         adapters_router,
     ):
         app.include_router(router)

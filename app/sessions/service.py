@@ -88,6 +88,12 @@ class SessionService:
         items, next_cursor = page_of(rows, limit)
         return Page(items=[schemas.Session.model_validate(s) for s in items], next_cursor=next_cursor)
 
+    async def rename(self, session_id: uuid.UUID, data: schemas.SessionUpdate) -> Session:
+        session = await self.get(session_id, for_update=True)
+        session.title = data.title
+        await self.db.flush()
+        return session
+
     async def close(self, session_id: uuid.UUID) -> None:
         session = await self.get(session_id, for_update=True)
         if session.status != "open":
