@@ -262,7 +262,7 @@ async function loadSessions() {
     const agentId = state.agentId;
     const page = await json("GET", `/sessions?agent_id=${agentId}&limit=100`);
     if (agentId !== state.agentId) return;  // another agent was chosen meanwhile
-    state.sessions = page.items.sort((a, b) => b.last_active_at.localeCompare(a.last_active_at));
+    state.sessions = page.items.sort((a, b) => Date.parse(b.last_active_at) - Date.parse(a.last_active_at));
   }
   drawSessions();
 }
@@ -636,14 +636,23 @@ function fold(view, event, add) {
       el("details", {}, summary, list)))};
   }
   const {counts, summary, list, box} = view.decisions;
-  const key = event.point === "human" ? `${event.verdict === "allow" ? "approved" : "denied"} by ${event.decided_by || "a human"}`
-    : `${event.verdict === "allow" ? "allowed" : event.verdict === "deny" ? "denied" : "held for approval"} by policy`;
-  counts.set(key, (counts.get(key) || 0) + 1);
-  summary.textContent = [...counts].map(([what, n], i) => `${n}${i ? "" : ` call${n > 1 ? "s" : ""}`} ${what}`).join(" · ");
+  counts.set(foldKey(event), (counts.get(foldKey(event)) || 0) + 1);
+  summary.textContent = [...counts].map(([[noun, what], n]) => `${n} ${noun}${n > 1 ? "s" : ""} ${what}`).join(" · ");
   if (event.verdict === "deny") box.classList.add("deny");
   list.append(el("li", {"data-verdict": event.verdict},
     `${event.point}: ${event.verdict}${event.decided_by ? ` by ${event.decided_by}` : ""}`,
     event.rule_id ? ` · rule ${event.rule_id}` : "", event.reason ? ` · ${event.reason}` : ""));
+}
+
+const VERDICTS = {allow: "allowed", deny: "denied", requires_approval: "held for approval", approve: "approved"};
+const FOLD_KEYS = new Map();
+// [noun, what] of a decision, one array per distinct pair (a Map key by identity).
+function foldKey(event) {
+  const noun = event.point === "tool" || event.point === "human" ? "call" : "prompt check";
+  const what = `${VERDICTS[event.verdict] || event.verdict} by ${event.point === "human" ? event.decided_by || "a person" : "policy"}`;
+  const id = `${noun}|${what}`;
+  if (!FOLD_KEYS.has(id)) FOLD_KEYS.set(id, [noun, what]);
+  return FOLD_KEYS.get(id);
 }
 
 // A streaming reply is drawn again at most once a frame: the whole text, as markdown.
