@@ -117,7 +117,7 @@ def _print_event(data: dict[str, Any], asked: list[dict[str, Any]]) -> None:
     elif kind == "tool_call.completed":
         print(f"\n  [{data['name']}] -> {data['result']}")
     elif kind == "policy.decision" and data.get("verdict") == "deny":
-        rule = f"policy {data['rule_id']}" if data.get("rule_id") else (data.get("decided_by") or "policy")
+        rule = data.get("decided_by") or (f"policy {data['rule_id']}" if data.get("rule_id") else "policy")
         reason = f": {data['reason']}" if data.get("reason") else ""
         print(f"\n  [{rule}] denied{reason}")
     elif kind == "approval.required":
