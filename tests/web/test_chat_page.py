@@ -145,4 +145,4 @@ async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_w
         assert "ASK THE" in lost_text  # the page had been sent the lost run's text
         if not died:  # (a dropped connection may lose the frames in flight: then it follows from the start)
             assert f"after={shown[-1]['seq']}" in followed[0]  # followed from the last event it had drawn
-        await screenshot(page, "web-hand-over.png", tmp_path)
+        await page.screenshot(path=str(tmp_path / "web-hand-over.png"), full_page=True)  # not in the README
