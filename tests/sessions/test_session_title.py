@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from app.runtime.store import TITLE_CHARS, title_of
+from app.runtime.store.turns import TITLE_CHARS, title_of
 from tests.conftest import TokenFactory
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import read_turn
