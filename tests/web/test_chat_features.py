@@ -71,7 +71,8 @@ async def test_markdown_renders_while_streaming_and_nothing_in_a_reply_runs(
         await create_agent_and_session(page, "markdown", _scripted([{"text": HOSTILE}], delay_ms=25))
         await send(page, "report")
 
-        streaming = page.locator(".msg-assistant[aria-busy=true]")
+        await expect(page.locator("#transcript")).to_have_attribute("aria-live", "polite")
+        streaming = page.locator(".msg-assistant[aria-busy=true]")  # announced once it settles
         await expect(streaming.locator("li").first).to_have_text("first point")  # a list, mid-stream
         await expect(streaming.locator("h1")).to_have_text("Findings")
         await expect(page.locator('[data-status="completed"]')).to_be_visible()
