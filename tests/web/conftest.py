@@ -70,12 +70,12 @@ async def create_agent_and_session(page: Page, name: str, config: dict[str, obje
     await expect(page.locator("#agent-select option:checked")).to_have_text(f"{name} (v1)")
     await page.get_by_role("button", name="New session").click()
     await expect(page.locator("#chat-title")).to_have_text("New conversation")
-    await expect(page.get_by_label("Message")).to_be_enabled()
+    await expect(page.get_by_label("Message", exact=True)).to_be_enabled()
 
 
 async def send(page: Page, text: str) -> None:
-    await page.get_by_label("Message").fill(text)
-    await page.get_by_label("Message").press("Enter")
+    await page.get_by_label("Message", exact=True).fill(text)
+    await page.get_by_label("Message", exact=True).press("Enter")
 
 
 async def screenshot(page: Page, name: str, tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ async def test_sessions_usage_decisions_and_a_sign_out_that_leaves_nothing_behin
         await page.get_by_label("Filter sessions").clear()
         await expect(sessions).to_have_count(2)
         await page.get_by_role("button", name="Close session").click()
-        await expect(page.get_by_label("Message")).to_be_disabled()
+        await expect(page.get_by_label("Message", exact=True)).to_be_disabled()
         await expect(sessions.first.locator(".closed")).to_have_text(" · closed")
         await screenshot(page, "web-sessions.png", tmp_path)
 
@@ -212,7 +212,7 @@ async def test_sessions_usage_decisions_and_a_sign_out_that_leaves_nothing_behin
         await expect(page.locator("#sessions")).to_have_text("No sessions yet")
         await expect(page.locator("#chat-title")).to_have_text("No session open")
         await expect(page.locator("#transcript > *")).to_have_count(0)
-        await expect(page.get_by_label("Message")).to_be_disabled()
+        await expect(page.get_by_label("Message", exact=True)).to_be_disabled()
 
 
 async def test_on_a_phone_in_dark_mode_the_transcript_and_composer_are_in_view(
@@ -270,7 +270,7 @@ async def test_keyboard_only_from_sign_in_to_an_approved_answer(page_settings: S
         await expect(page.locator("#agent-select option:checked")).to_have_text("demo (v1)")
         await _tab_to(page, "New session")
         await page.keyboard.press("Enter")
-        await expect(page.get_by_label("Message")).to_be_focused()
+        await expect(page.get_by_label("Message", exact=True)).to_be_focused()
         await page.keyboard.type("what is 6 times 7?")
         await page.keyboard.press("Enter")
         await expect(page.locator("[data-approval]")).to_be_visible()

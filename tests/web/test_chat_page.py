@@ -47,8 +47,8 @@ async def test_sign_in_run_a_turn_and_approve_it_in_the_page(
         await sign_in_locally(page)
 
         await create_agent_and_session(page, "calculator-demo")  # the page's demo config: calculator gated
-        await page.get_by_label("Message").fill("what is 6 times 7?")
-        await page.get_by_label("Message").press("Enter")
+        await page.get_by_label("Message", exact=True).fill("what is 6 times 7?")
+        await page.get_by_label("Message", exact=True).press("Enter")
 
         card = page.locator("[data-approval]")
         await expect(card).to_contain_text("Approval needed: calculator · arithmetic needs a human")
@@ -87,7 +87,7 @@ async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
             "tools": [],
         }
         await create_agent_and_session(page, "slow-talker", config)
-        await page.get_by_label("Message").fill("talk to me")
+        await page.get_by_label("Message", exact=True).fill("talk to me")
         await page.get_by_role("button", name="Send").click()
         bubble = page.locator(".msg-assistant")
         await expect(bubble).to_contain_text("w15")
@@ -121,8 +121,8 @@ async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_w
         await page.goto(base_url)
         await page.get_by_role("button", name="Sign in with a local token").click()
         await create_agent_and_session(page, "handed-over", TOOL_THEN_ANSWER)
-        await page.get_by_label("Message").fill("echo?")
-        await page.get_by_label("Message").press("Enter")
+        await page.get_by_label("Message", exact=True).fill("echo?")
+        await page.get_by_label("Message", exact=True).press("Enter")
 
         await expect(page.locator('[data-status="completed"]')).to_have_text("turn completed")
         transcript = page.locator("#transcript")
