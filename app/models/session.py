@@ -46,6 +46,8 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     external_id: Mapped[str | None] = mapped_column(String(256))
     title: Mapped[str | None] = mapped_column(String(TITLE_MAX))
     """The first user message's opening (set when the first turn starts) until the owner renames it."""
+    purpose: Mapped[str] = mapped_column(String(16), default="chat", server_default="chat")
+    """`chat`, or `eval`: a session of an eval run (app/evals), left out of session lists."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
     last_active_at: Mapped[datetime] = mapped_column(
         UtcDateTime(), default=utcnow, server_default=text("CURRENT_TIMESTAMP")
