@@ -1,7 +1,7 @@
 """session title: set from the first user message, editable with PATCH /sessions/{id}
 
 Revision ID: 0021_session_title
-Revises: 0024_evals
+Revises: 0023_channels
 Create Date: 2026-12-02 01:30:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021_session_title"
-down_revision: str | None = "0024_evals"
+down_revision: str | None = "0023_channels"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
