@@ -45,7 +45,7 @@ lock: $(STAMP)
 
 # The README's pictures of the web page, taken by its browser tests (tests/web).
 screenshots: $(STAMP) browser
-	UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/web/test_chat_page.py
+	UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/web
 
 # The real AG-UI, AI SDK, MCP and A2A client libraries (tests/adapters run tests/node/clients.mjs,
 # tests/interop run tests/node/doors.mjs), from the committed package-lock.json, installed when missing.

@@ -66,6 +66,7 @@ from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
 from app.usage.router import router as usage_router
+from app.web.docs import router as docs_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
@@ -246,6 +247,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Governed LLM agents over HTTP and Server-Sent Events.",
         lifespan=_lifespan,
+        docs_url=None,  # served from the vendored assets (app/web/docs.py): no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.mcp_server = McpServer(app.version)
@@ -278,6 +281,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         evals_router,
         webhooks_router,
         web_router,
+        docs_router,
         adapters_router,
         mcp_router,
         a2a_router,

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -199,6 +199,42 @@ class WebhookSettings(BaseSettings):
     """How often the delivery worker looks for due deliveries."""
 
 
+class ModelPrice(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+DEFAULT_MODEL_PRICES: dict[str, ModelPrice] = {
+    name: ModelPrice(input=prices[0], output=prices[1])
+    for name, prices in {
+        "claude-opus-4-1": (15.0, 75.0),
+        "claude-sonnet-4-5": (3.0, 15.0),
+        "claude-sonnet-4-0": (3.0, 15.0),
+        "claude-haiku-4-5": (1.0, 5.0),
+        "gpt-4.1": (2.0, 8.0),
+        "gpt-4.1-mini": (0.4, 1.6),
+        "gpt-4o": (2.5, 10.0),
+        "gpt-4o-mini": (0.15, 0.6),
+        "gemini-2.5-pro": (1.25, 10.0),
+        "gemini-2.5-flash": (0.3, 2.5),
+    }.items()
+}
+"""List prices as published when this table was written; `MODEL_PRICES` corrects or extends it."""
+
+
+class PricingSettings(BaseSettings):
+    model_config = _group("")
+    model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """`MODEL_PRICES` as JSON, `{"model-name": {"input": 3, "output": 15}}` in USD per million tokens,
+    merged over DEFAULT_MODEL_PRICES (the web page shows each turn's cost from it)."""
+
+    def table(self) -> dict[str, ModelPrice]:
+        return {**DEFAULT_MODEL_PRICES, **self.model_prices}
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -222,6 +258,7 @@ class Settings(BaseSettings):
     evals: EvalSettings = Field(default_factory=EvalSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
 
     @property
     def database_url(self) -> str:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 SESSION_STATUSES = ("open", "closed", "expired")
+TITLE_MAX = 200
 _OPEN = text("status = 'open'")
 _ENDED_NOT_PURGED = text("status IN ('closed', 'expired') AND purged_at IS NULL")
 
@@ -44,6 +45,8 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
     status: Mapped[str] = mapped_column(String(16), default="open")
     external_id: Mapped[str | None] = mapped_column(String(256))
+    title: Mapped[str | None] = mapped_column(String(TITLE_MAX))
+    """The first user message's opening (set when the first turn starts) until the owner renames it."""
     purpose: Mapped[str] = mapped_column(String(16), default="chat", server_default="chat")
     """`chat`, or `eval`: a session of an eval run (app/evals), left out of session lists."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)

@@ -60,6 +60,17 @@ async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Sessio
     return await service.read(session_id)
 
 
+@router.patch(
+    "/{session_id}",
+    operation_id="updateSession",
+    response_model=schemas.Session,
+    responses=problem_responses(404),
+)
+async def update_session(session_id: uuid.UUID, body: schemas.SessionUpdate, service: Service) -> schemas.Session:
+    """Rename the session (`title`); a closed or expired session can be renamed too."""
+    return schemas.Session.model_validate(await service.rename(session_id, body))
+
+
 @router.get(
     "/{session_id}/messages",
     operation_id="listSessionMessages",

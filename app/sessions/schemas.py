@@ -5,10 +5,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from app.agents.config import ConfigDocument
 from app.core.bounds import INT64_MAX, Version
+from app.models.session import TITLE_MAX
 
 SessionStatus = Literal["open", "closed", "expired"]
 
@@ -47,6 +48,22 @@ class ForkedFrom(BaseModel):
     message_id: int | None = Field(description="The origin's last kept message (null: its history was empty)")
 
 
+class SessionUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=TITLE_MAX)
+    """Shown in session lists; one line, no control characters."""
+
+    @field_validator("title")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("title must not be blank")
+        if any(unicodedata.category(ch) == "Cc" for ch in value):
+            raise ValueError("title must be one line without control characters")
+        return value
+
+
 class Session(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     id: uuid.UUID
@@ -55,6 +72,9 @@ class Session(BaseModel):
     owner: str = Field(validation_alias="owner_sub")
     status: SessionStatus
     external_id: str | None = None
+    title: str | None = Field(
+        default=None, description="The first user message's opening until renamed with PATCH; null before it"
+    )
     snapshot: ConfigDocument
     metadata: dict[str, Any] = Field(validation_alias="meta")
     created_at: datetime

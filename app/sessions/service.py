@@ -120,6 +120,12 @@ class SessionService:
         items, next_cursor = page_of(rows, limit)
         return Page(items=await self.views(items), next_cursor=next_cursor)
 
+    async def rename(self, session_id: uuid.UUID, data: schemas.SessionUpdate) -> Session:
+        session = await self.get(session_id, for_update=True)
+        session.title = data.title
+        await self.db.flush()
+        return session
+
     async def close(self, session_id: uuid.UUID) -> None:
         """Close an open session; one that ended (closed, or expired even if not swept yet) stays as it is."""
         session = await self.get(session_id, for_update=True)

@@ -59,12 +59,12 @@ def refusal(settings: Settings, *, peer: str | None, headers: Mapping[str, str])
     return None
 
 
-def local_token(settings: Settings) -> str:
-    """A token of the local tenant's admin, signed with the generated secret (what `agent-runtime token` uses)."""
+def local_token(settings: Settings, *, tenant_id: str = LOCAL_TENANT, sub: str = LOCAL_SUB) -> str:
+    """A token of an admin of `tenant_id`, signed with the generated secret (what `agent-runtime token` uses)."""
     return mint_user_token(
         load_or_create_secret(settings.data_dir),
-        tenant_id=LOCAL_TENANT,
-        sub=LOCAL_SUB,
+        tenant_id=tenant_id,
+        sub=sub,
         roles=["admin"],
         ttl_seconds=LOCAL_TOKEN_TTL_SECONDS,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import String, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -256,16 +256,34 @@ def _drop_summaries() -> Delete:
 
 _SUPERSEDE = Query(_supersede_messages())
 _DROP_SUMMARIES = Query(_drop_summaries())
+TITLE_CHARS = 80
 _TOUCH_SESSION = Query(
     update(bare(SESSIONS))
     .where(bare(SESSIONS).c.id == bindparam("touched_session"))
-    .values(last_active_at=bindparam("touched_at"))
+    .values(
+        last_active_at=bindparam("touched_at"),
+        title=func.coalesce(bare(SESSIONS).c.title, bindparam("touched_title", type_=String)),
+    )
 )
-"""A turn starting is the session's activity (the idle sweep reads `last_active_at`)."""
+"""A turn starting is the session's activity (the idle sweep reads `last_active_at`); the first one
+names an untitled session."""
 
 
 def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
-    return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
+    return {
+        "touched_session": turn["session_id"],
+        "touched_at": turn["created_at"],
+        "touched_title": title_of(turn["input"]),
+    }
+
+
+def title_of(text: str) -> str | None:
+    """A session's default title: the first line of its first message, cut at a word near TITLE_CHARS."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if len(line) <= TITLE_CHARS:
+        return line or None
+    cut = line[:TITLE_CHARS].rsplit(" ", 1)[0] or line[:TITLE_CHARS]
+    return f"{cut}…"
 
 
 def _superseding(turn: Mapping[str, Any]) -> dict[str, Any]:
