@@ -33,6 +33,7 @@ class TurnContext:
     quota: QuotaGate | None = None
     continued: Continued | None = None
     """Set when the run continues a turn whose run was lost: tool calls consult the ledger's dispatched rows."""
+    output_schema: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
@@ -48,4 +49,5 @@ class TurnContext:
             context_token=services.context_token,
             quota=services.quota,
             continued=run.continued,
+            output_schema=run.output_schema,
         )

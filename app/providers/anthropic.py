@@ -14,6 +14,7 @@ from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
     MessageParam,
+    OutputConfigParam,
     ToolParam,
     UserMessageParam,
 )
@@ -29,6 +30,8 @@ from app.providers.base import (
 )
 from app.providers.errors import MAX_DETAIL_CHARS, code_for_status, redact
 from app.providers.tool_schema import ToolNames, object_schema
+from app.structured.answer import schema_instruction
+from app.structured.schema import strict_compatible
 
 AnthropicRole = Literal["user", "assistant"]
 
@@ -43,6 +46,8 @@ _CODE_BY_ERROR_TYPE = {
     "timeout_error": "provider_timeout",
     "api_error": "provider_error",
 }
+
+
 class AnthropicProvider:
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client
@@ -58,9 +63,10 @@ class AnthropicProvider:
             stream = await client.messages.create(
                 model=model,
                 max_tokens=request.max_tokens,
-                system=request.system or anthropic.omit,
+                system=_system(request) or anthropic.omit,
                 messages=messages,
                 tools=tools or anthropic.omit,
+                output_config=_output_config(request),
                 stream=True,
             )
             async with stream:
@@ -72,6 +78,21 @@ class AnthropicProvider:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
         yield accumulator.response(names)
+
+
+def _output_config(request: ModelRequest) -> OutputConfigParam | anthropic.Omit:
+    """Structured outputs for a schema they take; any other schema is asked for in the system prompt."""
+    schema = request.output_schema
+    if schema is None or not strict_compatible(schema):
+        return anthropic.omit
+    return {"format": {"type": "json_schema", "schema": schema}}
+
+
+def _system(request: ModelRequest) -> str:
+    schema = request.output_schema
+    if schema is None or strict_compatible(schema):
+        return request.system
+    return "\n\n".join(part for part in (request.system, schema_instruction(schema)) if part)
 
 
 def _model_name(request: ModelRequest) -> str:

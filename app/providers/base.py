@@ -47,6 +47,8 @@ class ModelRequest:
     max_tokens: int
     call_index: int = 0
     """How many model calls this session made before this one (the scripted provider's cursor)."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema a final answer must meet: each provider asks for it natively where it can."""
 
 
 @dataclass(frozen=True, slots=True)

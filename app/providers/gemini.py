@@ -42,6 +42,8 @@ class GeminiProvider:
             system_instruction=request.system or None,
             tools=to_gemini_tools(request.tools, names) or None,
             max_output_tokens=request.max_tokens,
+            response_mime_type="application/json" if request.output_schema is not None else None,
+            response_json_schema=request.output_schema,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
         accumulator = PartAccumulator()

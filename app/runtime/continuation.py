@@ -163,6 +163,7 @@ async def continued_run(store: TurnStore, engine: AsyncEngine, claimed: Claimed,
         last_text=stopped_at.content if stopped_at is not None else "",
         mode=row["mode"],
         max_steps=row["max_steps"] or 0,
+        output_schema=row["output_schema"],
         plan_events=await store.plan_events(ident.tenant_id, ident.turn_id) if row["mode"] == "autonomous" else [],
         continued=Continued(
             claimed.reason,

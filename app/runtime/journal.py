@@ -99,6 +99,7 @@ class Continued:
 
     def stored(self, event_type: str, key: str) -> bool:
         return (event_type, key) in self.stored_events
+
     input_judged: bool = False
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 
@@ -144,6 +145,8 @@ class TurnRun:
     """A resumed or continued autonomous run: its stored `plan.*` events (the plan and each step's state)."""
     continued: Continued | None = None
     """Set when this run continues a running turn whose run was lost (see `Continued`)."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema the turn's final answer must meet (app/structured); None: free text."""
 
     @property
     def resumed(self) -> bool:
@@ -176,6 +179,8 @@ class Progress:
     """Set once the run has an outcome."""
     error: dict[str, Any] | None = None
     final_output: str | None = None
+    output: dict[str, Any] | None = None
+    """The final answer as the object the turn's output schema asked for."""
     last_text: str = ""
     """The model's latest text: the final output of a turn stopped by a limit or a cancel."""
     loop_count: int = 0

@@ -385,6 +385,7 @@ class TurnManager:
                 mode=row["mode"],
                 max_steps=row["max_steps"] or 0,
                 seq_ceiling=row["seq_ceiling"],
+                output_schema=row["output_schema"],
             )
         )
         started: uuid.UUID = row["id"]

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from app.runtime.events import ErrorInfo, TurnStatus, Usage
+from app.structured.schema import OutputSchema
 
 __all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
 
@@ -27,6 +28,9 @@ class TurnCreate(BaseModel):
     input: str = Field(min_length=1, max_length=200_000)
     mode: Literal["interactive", "autonomous"] = "interactive"
     limits: TurnLimits | None = None
+    output_schema: OutputSchema | None = Field(
+        default=None, description="For this turn, in place of the agent's `output_schema`"
+    )
     multitask_strategy: MultitaskStrategy = Field(
         default="reject",
         description=(
@@ -54,6 +58,9 @@ class Turn(BaseModel):
     mode: Literal["interactive", "autonomous"] = "interactive"
     input: str
     final_output: str | None
+    output: dict[str, Any] | None = Field(
+        default=None, description="The final answer parsed and validated against the turn's output schema"
+    )
     usage: Usage
     loop_count: int
     max_loops: int
@@ -76,6 +83,7 @@ class Turn(BaseModel):
             plan=plan,
             input=row.input,
             final_output=row.final_output,
+            output=row.output,
             usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),
             loop_count=row.loop_count,
             max_loops=row.max_loops,

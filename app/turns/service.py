@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.config import CLAUDE_SDK_NO_SCHEMA
 from app.auth.principal import Principal
 from app.auth.stream_token import mint_stream_token
 from app.autonomy.plan import Plan
@@ -32,6 +33,7 @@ from app.runtime.quota import token_quota_of
 from app.runtime.store import message_row
 from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
 from app.sessions.service import SessionService, session_not_open
+from app.structured.schema import OUTPUT_SCHEMA_UNSUPPORTED
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -120,6 +122,7 @@ class TurnService:
         if session["status"] != "open":
             raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
+        output_schema = _output_schema(body, session["snapshot"])
         now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
@@ -133,7 +136,7 @@ class TurnService:
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
-            "max_steps": max_steps,
+            "max_steps": max_steps, "output_schema": output_schema,
         }  # fmt: skip
         if queued:
             await self._store_queued(turn)
@@ -156,6 +159,7 @@ class TurnService:
             mode=body.mode,
             max_steps=max_steps or 0,
             seq_ceiling=SEQ_BLOCK,
+            output_schema=output_schema,
         )
 
     async def _store_queued(self, turn: dict[str, Any]) -> None:
@@ -341,3 +345,11 @@ def _busy(active: Turn | None) -> Conflict:
     if active is None:
         return Conflict("Another turn of this session is active")
     return Conflict(f"Turn {active.id} of this session is {active.status}", active_turn_id=str(active.id))
+
+
+def _output_schema(body: schemas.TurnCreate, snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn request's schema, else the agent's; 422 `output_schema_unsupported` for the claude_sdk runtime."""
+    if body.output_schema is not None and snapshot.get("runtime") == "claude_sdk":
+        raise RuleViolation(OUTPUT_SCHEMA_UNSUPPORTED, CLAUDE_SDK_NO_SCHEMA)
+    schema: dict[str, Any] | None = body.output_schema or snapshot.get("output_schema")
+    return schema

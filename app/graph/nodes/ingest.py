@@ -33,8 +33,9 @@ async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict
         "loop_count": state.get("loop_count", 0) + 1,
         "pending": [],
         "results": {},
+        "repairing": False,
     }
-    if not pending:
+    if not pending and not state.get("repairing"):
         update["status"] = "completed"
     return update
 

@@ -14,6 +14,7 @@ from app.governance.budget import Spent, exceeded
 from app.graph.context import TurnContext
 from app.graph.governed_call import Answered, CallGovernance, Refused, governed_call
 from app.graph.nodes.common import failed, traced
+from app.graph.nodes.structured import structured_answer
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ModelRequest, ToolSpec
 from app.runtime.events import ToolCallRequested
@@ -78,6 +79,7 @@ def _request(state: TurnState, ctx: TurnContext, tools: list[ToolSpec]) -> Model
         tools=tools,
         max_tokens=int(ctx.model.get("max_tokens", 1024)),
         call_index=state.get("model_calls", 0),
+        output_schema=ctx.output_schema,
     )
 
 
@@ -88,4 +90,8 @@ async def parse_response(state: TurnState, runtime: Runtime[TurnContext]) -> dic
         runtime.context.journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
     if pending:
         return {}
-    return {"final_output": state.get("last_text", "")}
+    text = state.get("last_text", "")
+    schema = runtime.context.output_schema
+    if schema is None:
+        return {"final_output": text}
+    return structured_answer(state, text, schema)
