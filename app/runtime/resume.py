@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from app.models import Approval, Session, Turn
-from app.runtime.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
-from app.runtime.store import TurnStore
+from app.runtime.port.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
+from app.runtime.store.turns import TurnStore
 
 
 def human_decision(approval: Approval) -> HumanDecision:
@@ -58,4 +58,3 @@ async def resume_run(
         output_schema=turn.output_schema,
         plan_events=await store.plan_events(turn.tenant_id, turn.id) if turn.mode == "autonomous" else [],
     )
-

@@ -17,7 +17,7 @@ from app.graph.nodes.common import failed, traced
 from app.graph.nodes.structured import structured_answer
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ModelRequest, ToolSpec
-from app.runtime.events import ToolCallRequested
+from app.runtime.port.events import ToolCallRequested
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
 
