@@ -26,7 +26,7 @@ from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
-from app.core.body_limit import BodySizeLimit
+from app.core.body_limit import MULTIPART_ENVELOPE_BYTES, BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
 from app.core.json_guard import JsonBodyGuard
@@ -37,6 +37,7 @@ from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
+from app.files.router import router as files_router
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
@@ -240,7 +241,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
-    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
+    uploads = {"/files": settings.files.max_bytes + MULTIPART_ENVELOPE_BYTES}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes, per_path=uploads)
     if settings.http.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -263,6 +265,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         memory_router,
         schedules_router,
         webhooks_router,
+        files_router,
         web_router,
         adapters_router,
     ):

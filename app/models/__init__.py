@@ -7,6 +7,7 @@ from app.models.audit_record import AuditRecord
 from app.models.base import Base
 from app.models.credential import Credential
 from app.models.credential_setting import CredentialSetting
+from app.models.file import File
 from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
@@ -33,6 +34,7 @@ __all__ = [
     "Base",
     "Credential",
     "CredentialSetting",
+    "File",
     "MemoryItem",
     "Message",
     "PolicyDecision",

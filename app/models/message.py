@@ -24,3 +24,5 @@ class Message(TenantMixin, CreatedMixin, Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(128))
     name: Mapped[str | None] = mapped_column(String(256))
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    attachments: Mapped[list[Any] | None]
+    """A user message's files, as references `{file_id, kind, name, content_type, size}` (not copies)."""

@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, delete, exists, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.models import Approval, Message, Session, Summary, Turn, TurnEvent
+from app.models import Approval, File, Message, Session, Summary, Turn, TurnEvent
 from app.models.base import utcnow
 
 EXPIRED_REASON = "the session expired while this call waited for a decision"
@@ -123,11 +123,12 @@ async def delete_events(conn: AsyncConnection, sessions: Sequence[uuid.UUID], *,
 
 
 async def delete_messages(conn: AsyncConnection, sessions: Sequence[uuid.UUID], *, rows: int) -> int:
-    """Delete at most `rows` messages (and then the summaries made of them) of these sessions."""
+    """Delete at most `rows` messages (then the summaries made of them and the files they used) of these sessions."""
     chunk = select(Message.id).where(Message.session_id.in_(sessions)).limit(rows)
     deleted = int((await conn.execute(delete(Message).where(Message.id.in_(chunk)))).rowcount)
     if deleted < rows:
         await conn.execute(delete(Summary).where(Summary.session_id.in_(sessions)))
+        await conn.execute(delete(File).where(File.session_id.in_(sessions)))
     return deleted
 
 
