@@ -38,6 +38,7 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
 from app.files.router import router as files_router
+from app.files.storage import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
@@ -133,6 +134,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
             session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
         ),
+        files=FileContents(sql, FileStore(settings.files.store_dir)),
     )
     webhook_secrets = await asyncio.to_thread(
         WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir

@@ -7,6 +7,8 @@ parse). A declared type that the bytes contradict is refused: the body lies abou
 
 from __future__ import annotations
 
+from typing import Literal
+
 import orjson
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
@@ -69,7 +71,7 @@ def _by_extension(name: str) -> str:
     return _EXTENSIONS.get(name[dot:].lower(), "text/plain") if dot >= 0 else "text/plain"
 
 
-def kind_of(content_type: str) -> str:
+def kind_of(content_type: str) -> Literal["image", "pdf", "text"]:
     """`image`, `pdf` or `text`: what a provider has to be able to take."""
     if content_type in IMAGE_TYPES:
         return "image"

@@ -50,7 +50,7 @@ class GeminiProvider:
         try:
             stream = await self._client.aio.models.generate_content_stream(
                 model=_model_name(request),
-                contents=to_gemini_contents(request.messages, names, self._signatures),  # type: ignore[arg-type]
+                contents=to_gemini_contents(request.messages, names, self._signatures, request.files),  # type: ignore[arg-type]
                 config=config,
             )
             async for chunk in stream:

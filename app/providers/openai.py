@@ -39,7 +39,7 @@ class OpenAIProvider:
         try:
             stream = await client.chat.completions.create(
                 model=_model_name(request),
-                messages=to_openai_messages(request.system, request.messages, names),
+                messages=to_openai_messages(request.system, request.messages, names, request.files),
                 tools=to_openai_tools(request.tools, names) or openai.omit,
                 stream=True,
                 stream_options={"include_usage": True},

@@ -54,6 +54,9 @@ class MessageOut(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    attachments: list[dict[str, Any]] | None = Field(
+        default=None, description="A user message's files as references: file_id, kind, name, content_type, size"
+    )
     created_at: datetime
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
@@ -23,9 +23,36 @@ class TurnLimits(BaseModel):
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
 
+MAX_PARTS = 20
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+    text: str = Field(min_length=1, max_length=200_000)
+
+
+class ImagePart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["image"]
+    file_id: uuid.UUID = Field(description="An uploaded image (`POST /files`)")
+
+
+class FilePart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["file"]
+    file_id: uuid.UUID = Field(description="An uploaded file (`POST /files`): a PDF or a text file")
+
+
+InputPart = Annotated[TextPart | ImagePart | FilePart, Field(discriminator="type")]
+
+
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    input: str = Field(min_length=1, max_length=200_000)
+    input: (
+        Annotated[str, Field(min_length=1, max_length=200_000)]
+        | Annotated[list[InputPart], Field(min_length=1, max_length=MAX_PARTS)]
+    ) = Field(description="Text, or a list of parts: text, and images and files uploaded through `POST /files`")
     mode: Literal["interactive", "autonomous"] = "interactive"
     limits: TurnLimits | None = None
     output_schema: OutputSchema | None = Field(
@@ -40,6 +67,15 @@ class TurnCreate(BaseModel):
             "`interrupt` and `rollback` also cancel turns still queued."
         ),
     )
+
+    def text(self) -> str:
+        """The input's text (its text parts, one after the other)."""
+        if isinstance(self.input, str):
+            return self.input
+        return "\n\n".join(p.text for p in self.input if isinstance(p, TextPart))
+
+    def file_parts(self) -> list[ImagePart | FilePart]:
+        return [] if isinstance(self.input, str) else [p for p in self.input if not isinstance(p, TextPart)]
 
 
 class PlanItem(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -21,10 +21,11 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame, retry_frame
 from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests
+from app.files.attachments import attachments_for
 from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
-from app.providers.base import ChatMessage
+from app.providers.base import Attachment, ChatMessage
 from app.runtime.manager import TurnManager
 from app.runtime.port.journal import TurnIdentity, TurnRun
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
@@ -123,6 +124,7 @@ class TurnService:
             raise session_not_open(session_id, session["status"])
         self._admit_runtime(session["id"], session["snapshot"])
         output_schema = _output_schema(body, session["snapshot"])
+        attachments = await self._attachments(body, session)
         now = utcnow()
         admission = Admission.of(session)
         admission.check_quota(now)
@@ -132,7 +134,7 @@ class TurnService:
         ident = TurnIdentity(session["tenant_id"], session["id"], turn_id or uuid.uuid4(), session["agent_id"])
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
-            "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
+            "input": body.text(), "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
@@ -142,7 +144,7 @@ class TurnService:
             await self._store_queued(turn)
             history: list[ChatMessage] = []
         else:
-            user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+            user_message = message_row(ident, ChatMessage(role="user", content=body.text(), attachments=attachments))
             ceiling = admission.ceilings.max_concurrent_turns
             history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
         return TurnRun(
@@ -150,7 +152,7 @@ class TurnService:
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
-            input=body.input,
+            input=body.text(),
             history=history,
             max_loops=limits.max_loops,
             max_output_tokens=limits.max_output_tokens,
@@ -161,6 +163,13 @@ class TurnService:
             seq_ceiling=SEQ_BLOCK,
             output_schema=output_schema,
         )
+
+    async def _attachments(self, body: schemas.TurnCreate, session: Mapping[str, Any]) -> tuple[Attachment, ...]:
+        parts = [(p.type, p.file_id) for p in body.file_parts()]
+        if not parts:
+            return ()
+        async with self._uow() as db:
+            return await attachments_for(db, self.principal, parts, session["snapshot"], session["id"])
 
     async def _store_queued(self, turn: dict[str, Any]) -> None:
         try:

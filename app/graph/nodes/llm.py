@@ -6,6 +6,7 @@ tenant's quota before it, its cost recorded after it, even when it fails or is c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -30,15 +31,21 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         return failed("mcp_gateway_unavailable", str(exc))
     spent = spent_of(state)
     governance = CallGovernance(budget_of(state), spent, ctx.quota)
-    outcome = await governed_call(
-        _request(state, ctx, tools), governance, provider=ctx.provider, journal=ctx.journal, kind="model"
-    )
+    request = dataclasses.replace(_request(state, ctx, tools), files=await _files(state, ctx))
+    outcome = await governed_call(request, governance, provider=ctx.provider, journal=ctx.journal, kind="model")
     if isinstance(outcome, Refused):
         return _stopped(state, outcome.code, outcome.reason, spent)
     if isinstance(outcome, Answered):
         return _answered(state, outcome)
     usage = outcome.usage
     return {**failed(outcome.code, outcome.message), **_plus(state, usage.input_tokens, usage.output_tokens)}
+
+
+async def _files(state: TurnState, ctx: TurnContext) -> dict[str, bytes]:
+    ids = [a.file_id for m in state.get("prompt", []) for a in m.attachments]
+    if not ids or ctx.files is None:
+        return {}
+    return await ctx.files.read(ctx.ident.tenant_id, ids)
 
 
 def _answered(state: TurnState, outcome: Answered) -> dict[str, Any]:

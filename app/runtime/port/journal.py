@@ -16,7 +16,7 @@ event models).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
@@ -66,6 +66,12 @@ class QuotaHold:
     tenant_id: str
     period_start: datetime
     tokens: int
+
+
+class FileReader(Protocol):
+    async def read(self, tenant_id: str, file_ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of those of the files that still exist, by id."""
+        ...
 
 
 class QuotaGate(Protocol):
@@ -169,6 +175,8 @@ class TurnServices:
     """A fresh token for the Context Engine (only set together with `context_engine`)."""
     quota: QuotaGate | None = None
     """Set when the tenant has a token quota: every model call reserves before it starts."""
+    files: FileReader | None = None
+    """Reads the attachments a prompt names, for each model call."""
 
 
 @dataclass(slots=True)
