@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -139,6 +140,7 @@ class TurnService:
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
             "max_steps": max_steps, "output_schema": output_schema,
+            "attachments": [dataclasses.asdict(a) for a in attachments] if queued and attachments else None,
         }  # fmt: skip
         if queued:
             await self._store_queued(turn)

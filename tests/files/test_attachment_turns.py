@@ -101,3 +101,26 @@ async def test_a_file_cannot_be_deleted_while_a_turn_that_uses_it_waits(
     assert (await any_backend.delete(f"/files/{image['id']}", headers=alice)).status_code == 409
     await any_backend.post(f"/turns/{frames[0].data['turn_id']}/cancel", headers=alice)
     assert (await any_backend.delete(f"/files/{image['id']}", headers=alice)).status_code == 204
+
+
+async def test_a_queued_turn_keeps_its_attachments_until_it_starts(
+    any_backend: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    image = (await upload(any_backend, alice, "shot.png", PNG)).json()
+    gated = scripted_config({"tool_calls": [{"name": "calculator", "arguments": {"expression": "1+1"}}]},
+                            {"text": "seen"}, policies=[GATE_CALCULATOR])  # fmt: skip
+    session = await create_session(any_backend, alice, (await create_agent(any_backend, alice, gated))["id"])
+    url = f"/sessions/{session['id']}/turns"
+    first = await read_turn(any_backend, "POST", url, json={"input": "count"}, headers=alice)
+    assert ended(first)["status"] == "interrupted"
+    parts = [{"type": "text", "text": "look"}, {"type": "image", "file_id": image["id"]}]
+    queued = await any_backend.post(url, headers={**alice, "Prefer": "respond-async"},
+                                    json={"input": parts, "multitask_strategy": "enqueue"})  # fmt: skip
+    assert queued.status_code == 202, queued.text
+
+    await any_backend.post(f"/turns/{first[0].data['turn_id']}/cancel", headers=alice)
+    await read_turn(any_backend, "GET", f"/turns/{queued.json()['id']}/events", headers=alice)
+
+    messages = (await any_backend.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
+    look = [m for m in messages if m["content"] == "look"]
+    assert [a["file_id"] for a in look[0]["attachments"]] == [image["id"]]

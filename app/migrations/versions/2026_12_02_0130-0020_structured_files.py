@@ -1,4 +1,5 @@
-"""structured output and attachments: a turn's output schema and parsed output
+"""structured output and attachments: a turn's output schema and parsed output, files, and the
+file references of messages (and of queued turns)
 
 Revision ID: 0020_structured_files
 Revises: 0017_turn_continuation
@@ -23,6 +24,7 @@ def upgrade() -> None:
     with op.batch_alter_table("turns") as batch:
         batch.add_column(sa.Column("output_schema", JSON, nullable=True))
         batch.add_column(sa.Column("output", JSON, nullable=True))
+        batch.add_column(sa.Column("attachments", JSON, nullable=True))
     with op.batch_alter_table("messages") as batch:
         batch.add_column(sa.Column("attachments", JSON, nullable=True))
     op.create_table(
@@ -52,5 +54,6 @@ def downgrade() -> None:
     with op.batch_alter_table("messages") as batch:
         batch.drop_column("attachments")
     with op.batch_alter_table("turns") as batch:
+        batch.drop_column("attachments")
         batch.drop_column("output")
         batch.drop_column("output_schema")

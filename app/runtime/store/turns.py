@@ -60,6 +60,7 @@ DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 RUN_COLUMNS = (
     "input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps", "output_schema",
+    "attachments",
 )  # fmt: skip
 """What a turn's row gives the run that starts it later (a queued turn's promote, a continuation's claim)."""
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
