@@ -38,7 +38,7 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
 from app.files.router import router as files_router
-from app.files.storage import FileContents, FileStore
+from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router

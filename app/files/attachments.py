@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
@@ -46,13 +45,7 @@ async def attachments_for(
         if file is None:
             raise NotFound(f"File {file_id} not found")
         found.append(_checked(file, part_type, provider))
-    ids = [a.file_id for a in found]
-    await db.execute(
-        update(File)
-        .where(File.tenant_id == principal.tenant_id, File.id.in_([uuid.UUID(i) for i in ids]))
-        .where(File.session_id.is_(None))
-        .values(session_id=session_id)
-    )
+    await repo.tie_to_session([uuid.UUID(a.file_id) for a in found], session_id)
     return tuple(found)
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select, exists, select
+from sqlalchemy import Select, exists, select, update
 
 from app.auth.principal import Principal
 from app.core.repository import TenantRepository
@@ -28,6 +28,14 @@ class FileRepository(TenantRepository[File]):
             Turn.tenant_id == self.tenant_id, Turn.session_id == file.session_id, Turn.status.in_(ACTIVE_STATUSES)
         )
         return bool(await self.session.scalar(select(exists(active))))
+
+    async def tie_to_session(self, file_ids: list[uuid.UUID], session_id: uuid.UUID) -> None:
+        """Files not yet tied to a session go with this one (retention deletes them with it)."""
+        await self.session.execute(
+            update(File)
+            .where(File.tenant_id == self.tenant_id, File.id.in_(file_ids), File.session_id.is_(None))
+            .values(session_id=session_id)
+        )
 
     async def delete(self, file: File) -> None:
         await self.session.delete(file)

@@ -9,7 +9,7 @@ from app.core.problems import problem_responses
 from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.files.schemas import FileInfo
 from app.files.service import FileService, Upload
-from app.files.storage import FileStore
+from app.files.store import FileStore
 
 router = APIRouter(prefix="/files", tags=["files"], responses=problem_responses(401, 422))
 

@@ -13,7 +13,7 @@ from app.errors import AppError, Conflict, NotFound, PayloadTooLarge
 from app.files.repository import FileRepository
 from app.files.schemas import FileInfo
 from app.files.sniff import UnsupportedType, sniff
-from app.files.storage import FileStore
+from app.files.store import FileStore
 from app.models import File
 from app.models.base import utcnow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import insert
 
 from app.core.sql import Query, Sql
-from app.files.storage import FileContents, FileStore
+from app.files.store import FileContents, FileStore
 from app.models import File
 from app.models.base import utcnow
 
