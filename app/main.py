@@ -37,6 +37,8 @@ from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
+from app.evals.router import router as evals_router
+from app.evals.worker import EvalWorker
 from app.files.router import router as files_router
 from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
@@ -161,9 +163,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
     app.state.schedules = schedules
     schedules.start()
+    evals = EvalWorker(app.state.container, poll_seconds=settings.evals.poll_seconds)
+    app.state.evals = evals
+    evals.start()
     try:
         yield
     finally:
+        await evals.stop()
         await schedules.stop()
         await sweeper.stop()
         await deliveries.close()
@@ -266,6 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         credentials_router,
         memory_router,
         schedules_router,
+        evals_router,
         webhooks_router,
         files_router,
         web_router,

@@ -33,7 +33,7 @@ class SessionRepository(TenantRepository[Session]):
     async def page(
         self, principal: Principal, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None
     ) -> list[Session]:
-        stmt = self.visible(principal)
+        stmt = self.visible(principal).where(Session.purpose != "eval")
         if agent_id is not None:
             stmt = stmt.where(Session.agent_id == agent_id)
         return await self.all(

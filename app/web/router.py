@@ -40,6 +40,12 @@ async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
+@router.get("/web/evals", include_in_schema=False)
+async def evals_page() -> FileResponse:
+    """An eval's figures per check beside its baseline's, and its items (app/web/static/evals.js)."""
+    return FileResponse(STATIC_DIR / "evals.html", media_type="text/html", headers=PAGE_HEADERS)
+
+
 @router.get("/web/sign-in", operation_id="getSignInOptions", response_model=SignInOptions)
 async def sign_in_options(request: Request, container: ContainerDep) -> SignInOptions:
     """Whether this request may use the one-click local sign-in (and if not, why)."""
