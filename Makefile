@@ -47,8 +47,8 @@ lock: $(STAMP)
 screenshots: $(STAMP) browser
 	UPDATE_SCREENSHOTS=1 $(BIN)/pytest -q tests/web/test_chat_page.py
 
-# The real AG-UI and AI SDK client libraries (tests/adapters run tests/node/clients.mjs), from the
-# committed package-lock.json, installed when missing.
+# The real AG-UI, AI SDK, MCP and A2A client libraries (tests/adapters run tests/node/clients.mjs,
+# tests/interop run tests/node/doors.mjs), from the committed package-lock.json, installed when missing.
 node-clients: tests/node/node_modules/.package-lock.json
 
 tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json

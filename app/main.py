@@ -43,6 +43,9 @@ from app.files.router import router as files_router
 from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.interop.a2a_server.router import router as a2a_router
+from app.interop.mcp_server.router import router as mcp_router
+from app.interop.mcp_server.server import McpServer
 from app.jwks import router as jwks_router
 from app.memory.router import router as memory_router
 from app.memory.tools import MemoryTools
@@ -167,7 +170,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.evals = evals
     evals.start()
     try:
-        yield
+        async with app.state.mcp_server.running():
+            yield
     finally:
         await evals.stop()
         await schedules.stop()
@@ -246,6 +250,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
+    app.state.mcp_server = McpServer(app.version)
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
@@ -277,6 +282,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         files_router,
         web_router,
         adapters_router,
+        mcp_router,
+        a2a_router,
     ):
         app.include_router(router)
     app.mount("/web/static", StaticFiles(directory=STATIC_DIR), name="web-static")

@@ -24,6 +24,7 @@ class Approval(BaseModel):
     decision_reason: str | None
     edited_arguments: dict[str, Any] | None
     decided_by: str | None
+    decided_channel: str | None = None
     decided_at: datetime | None
     created_at: datetime
 

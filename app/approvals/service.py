@@ -24,6 +24,7 @@ from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
 from app.sessions.service import SessionService, idle_ttl, session_not_open
 from app.turns.repository import TurnRepository
+from app.turns.schemas import Channel
 from app.usage.service import LimitsService
 
 
@@ -61,14 +62,20 @@ class ApprovalService:
             raise NotFound(f"Approval {approval_id} not found")
         return found
 
-    async def decide(self, approval_id: uuid.UUID, body: schemas.ApprovalDecision) -> Resumed | schemas.StillWaiting:
+    async def decide(
+        self, approval_id: uuid.UUID, body: schemas.ApprovalDecision, *, channel: Channel = "api"
+    ) -> Resumed | schemas.StillWaiting:
         item = schemas.BatchDecisionItem(approval_id=approval_id, **body.model_dump())
         async with unit_of_work(self.container.session_factory) as db:
             turn_id = (await self._load(db, approval_id)).turn_id
-        return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]))
+        return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]), channel=channel)
 
-    async def decide_batch(self, turn_id: uuid.UUID, body: schemas.BatchDecision) -> Resumed | schemas.StillWaiting:
-        """All decisions or none; the turn row is locked so concurrent deciders queue behind each other."""
+    async def decide_batch(
+        self, turn_id: uuid.UUID, body: schemas.BatchDecision, *, channel: Channel = "api"
+    ) -> Resumed | schemas.StillWaiting:
+        """All decisions or none; the turn row is locked so concurrent deciders queue behind each other.
+
+        `channel` is the door the decisions came through (the REST API, or an MCP / A2A client)."""
         ids = [d.approval_id for d in body.decisions]
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
@@ -83,7 +90,7 @@ class ApprovalService:
                 approval = await self._load(db, item.approval_id, for_update=True)
                 if approval.turn_id != turn.id:
                     raise NotFound(f"Approval {item.approval_id} does not belong to turn {turn.id}")
-                self._apply(approval, item)
+                self._apply(approval, item, channel)
             await db.flush()
             approvals = ApprovalRepository(db, self.principal.tenant_id)
             batch = await approvals.of_turn(turn.id, loop=turn.loop_count)
@@ -112,13 +119,14 @@ class ApprovalService:
             raise session_not_open(turn.session_id, status)
         return turn, session
 
-    def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:
+    def _apply(self, approval: Approval, item: schemas.BatchDecisionItem, channel: Channel) -> None:
         if approval.status != "pending":
             raise Conflict(f"Approval {approval.id} was already decided ({approval.status})")
         approval.status = "approved" if item.decision == "approve" else "denied"
         approval.decision_reason = item.reason
         approval.edited_arguments = item.arguments if item.decision == "approve" else None
         approval.decided_by = self.principal.sub
+        approval.decided_channel = channel
         approval.decided_at = utcnow()
 
     async def _claim(

@@ -53,7 +53,7 @@ def problem_response(
     }
     merged = dict(headers or {})
     if status == 401:
-        merged["WWW-Authenticate"] = "Bearer"
+        merged.setdefault("WWW-Authenticate", "Bearer")
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=merged or None)
 
 

@@ -34,4 +34,6 @@ class Approval(IdMixin, TenantMixin, CreatedMixin, Base):
     decision_reason: Mapped[str | None] = mapped_column(Text)
     edited_arguments: Mapped[dict[str, Any] | None]
     decided_by: Mapped[str | None] = mapped_column(String(256))
+    decided_channel: Mapped[str | None] = mapped_column(String(16))
+    """The door the decision came through (`api`, `mcp`, `a2a`)."""
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

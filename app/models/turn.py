@@ -66,6 +66,8 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     mode: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")
     """`interactive` or `autonomous` (PLAN / PURSUE, app/autonomy); the plan is rebuilt from its events."""
     max_steps: Mapped[int | None] = mapped_column(Integer)
+    channel: Mapped[str] = mapped_column(String(16), default="api", server_default="api")
+    """The door the turn came through: `api` (REST and the stream adapters), `mcp` or `a2a` (app/interop)."""
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     runner_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())

@@ -9,7 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from app.runtime.port.events import ErrorInfo, TurnStatus, Usage
 from app.structured.schema import OutputSchema
 
-__all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
+Channel = Literal["api", "mcp", "a2a"]
+"""The door a turn came through: the REST API (and its stream adapters), the MCP server or the A2A server."""
+
+__all__ = ["Channel", "ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
 
 
 class TurnLimits(BaseModel):
@@ -92,6 +95,7 @@ class Turn(BaseModel):
     session_id: uuid.UUID
     status: TurnStatus
     mode: Literal["interactive", "autonomous"] = "interactive"
+    channel: Channel = Field(default="api", description="The door the turn came through: REST, MCP or A2A")
     input: str
     final_output: str | None
     output: dict[str, Any] | None = Field(
@@ -116,6 +120,7 @@ class Turn(BaseModel):
             session_id=row.session_id,
             status=row.status,
             mode=row.mode,
+            channel=row.channel,
             plan=plan,
             input=row.input,
             final_output=row.final_output,

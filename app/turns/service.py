@@ -58,29 +58,34 @@ class TurnService:
         return unit_of_work(self.container.session_factory)
 
     async def start(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, turn_id: uuid.UUID | None = None
+        self,
+        session_id: uuid.UUID,
+        body: schemas.TurnCreate,
+        *,
+        turn_id: uuid.UUID | None = None,
+        channel: schemas.Channel = "api",
     ) -> tuple[uuid.UUID, Followable]:
         """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
-        finds the turn instead of starting a second one)."""
+        finds the turn instead of starting a second one); `channel` is the door it came through."""
         self.manager.admit()
         try:
-            run = await self._create(session_id, body, turn_id=turn_id)
+            run = await self._create(session_id, body, turn_id=turn_id, channel=channel)
         except NoFreeSlot as exc:
             # every slot is taken: a turn asked to wait behind its session's active turn waits for a slot too
             if body.multitask_strategy != "enqueue" or await self._active_in(session_id) is None:
                 raise too_many_turns(exc.ceiling or 0) from None
-            return await self._enqueue(session_id, body, turn_id)
+            return await self._enqueue(session_id, body, turn_id, channel)
         except INTEGRITY_ERRORS as exc:
             active = await self._active_in(session_id)
             if active is None or body.multitask_strategy == "reject":
                 raise _busy(active) from exc
             if body.multitask_strategy == "enqueue":
-                return await self._enqueue(session_id, body, turn_id)
+                return await self._enqueue(session_id, body, turn_id, channel)
             await self._displace(active, rollback=body.multitask_strategy == "rollback")
             try:
-                run = await self._create(session_id, body, turn_id=turn_id)
+                run = await self._create(session_id, body, turn_id=turn_id, channel=channel)
             except INTEGRITY_ERRORS as again:
                 raise Conflict("Another turn started in this session meanwhile; try again") from again
         return run.ident.turn_id, self.manager.launch(run)
@@ -90,9 +95,9 @@ class TurnService:
             return await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
 
     async def _enqueue(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, turn_id: uuid.UUID | None
+        self, session_id: uuid.UUID, body: schemas.TurnCreate, turn_id: uuid.UUID | None, channel: schemas.Channel
     ) -> tuple[uuid.UUID, Followable]:
-        run = await self._create(session_id, body, queued=True, turn_id=turn_id)
+        run = await self._create(session_id, body, queued=True, turn_id=turn_id, channel=channel)
         ident = run.ident
         self.manager.start_when_idle(ident.tenant_id, ident.session_id, ident.turn_id)
         return ident.turn_id, StoredStream(self, ident.turn_id)
@@ -108,7 +113,13 @@ class TurnService:
                 await TurnRepository(db, self.principal.tenant_id).delete_messages(active.id)
 
     async def _create(
-        self, session_id: uuid.UUID, body: schemas.TurnCreate, *, queued: bool = False, turn_id: uuid.UUID | None = None
+        self,
+        session_id: uuid.UUID,
+        body: schemas.TurnCreate,
+        *,
+        queued: bool = False,
+        turn_id: uuid.UUID | None = None,
+        channel: schemas.Channel = "api",
     ) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
 
@@ -142,7 +153,7 @@ class TurnService:
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
-            "max_steps": max_steps, "output_schema": output_schema,
+            "max_steps": max_steps, "channel": channel, "output_schema": output_schema,
             "attachments": [dataclasses.asdict(a) for a in attachments] if queued and attachments else None,
         }  # fmt: skip
         if queued:

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, func, select
 
 from app.core.repository import TenantRepository
-from app.models import Agent, AgentVersion, QuotaLedger, Session, TenantLimits, Usage
+from app.models import Agent, AgentVersion, QuotaLedger, Session, TenantLimits, Turn, Usage
 
 
 class LimitsRepository(TenantRepository[TenantLimits]):
@@ -42,7 +42,10 @@ class UsageRepository(TenantRepository[Usage]):
         return func.date(Usage.created_at)
 
     def _keys(self) -> dict[str, Any]:
-        return {"day": self._day(), "agent": Usage.agent_id, "model": Usage.model, "user": Session.owner_sub}
+        return {
+            "day": self._day(), "agent": Usage.agent_id, "model": Usage.model, "user": Session.owner_sub,
+            "channel": Turn.channel,
+        }  # fmt: skip
 
     async def totals(
         self, *, start: datetime, end: datetime, owner_sub: str | None, group_by: list[str]
@@ -62,6 +65,8 @@ class UsageRepository(TenantRepository[Usage]):
         )
         if owner_sub is not None:
             stmt = stmt.where(Session.owner_sub == owner_sub)
+        if "channel" in group_by:
+            stmt = stmt.join(Turn, (Turn.id == Usage.turn_id) & (Turn.tenant_id == self.tenant_id))
         if keys:
             stmt = stmt.group_by(*keys).order_by(*keys)
         return list((await self.session.execute(stmt)).all())  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ async def get_usage(
         IsoDateTime | None, Query(alias="from", description="Start (inclusive); default: this month")
     ] = None,
     to: Annotated[IsoDateTime | None, Query(description="End (exclusive); default: now")] = None,
-    group_by: Annotated[str, Query(description="Comma-separated: day, agent, model, user")] = "",
+    group_by: Annotated[str, Query(description="Comma-separated: day, agent, model, user, channel")] = "",
 ) -> schemas.UsageReport:
     """Token totals of the tenant (admin) or of the caller's own sessions, with the quota used and left."""
     keys = [k.strip() for k in group_by.split(",") if k.strip()]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-GroupKey = Literal["day", "agent", "model", "user"]
+GroupKey = Literal["day", "agent", "model", "user", "channel"]
 
 
 class TokenQuota(BaseModel):
@@ -45,6 +45,7 @@ class UsageGroup(UsageTotals):
     agent_id: uuid.UUID | None = None
     model: str | None = None
     user: str | None = None
+    channel: str | None = Field(default=None, description="The door of the turns: api, mcp or a2a")
 
 
 class QuotaState(BaseModel):
