@@ -20,6 +20,7 @@ from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.autonomy.runtime import AutonomousRuntime
+from app.branching.router import router as branching_router
 from app.claude_sdk.pool import ClientPool
 from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import AppState
@@ -271,6 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agents_router,
         sessions_router,
         turns_router,
+        branching_router,
         approvals_router,
         policies_router,
         usage_router,

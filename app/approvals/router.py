@@ -10,17 +10,13 @@ from app.approvals import schemas
 from app.approvals.service import ApprovalService, Resumed
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
-from app.core.sse import event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal
 from app.turns.responses import (
     TURN_ACCEPT,
     TURN_RESPONSES,
     PreferHeader,
     TurnRepresentation,
-    accepted,
-    finished,
-    wants_async,
-    wants_json,
+    started,
 )
 from app.turns.schemas import Turn
 from app.turns.service import TurnService
@@ -111,9 +107,5 @@ async def _respond(
     if isinstance(outcome, schemas.StillWaiting):
         return JSONResponse(outcome.model_dump(mode="json"), status_code=202)
     turns = TurnService(service.container, principal)
-    if wants_async(prefer):
-        return accepted(await turns.get(outcome.turn_id))
-    if wants_json(representation):
-        return finished(await turns.finished(outcome.turn_id))
-    ping = service.container.settings.http.sse_ping_seconds
-    return event_stream_response(outcome.stream.follow(outcome.stream.first_seq - 1), ping_seconds=ping)
+    stream = outcome.stream
+    return await started(turns, outcome.turn_id, stream, representation, prefer, after=stream.first_seq - 1)

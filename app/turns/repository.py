@@ -59,6 +59,25 @@ class TurnRepository(TenantRepository[Turn]):
             delete(Message).where(Message.tenant_id == self.tenant_id, Message.turn_id == turn_id)
         )
 
+    async def superseder_of(self, turn_id: uuid.UUID) -> uuid.UUID | None:
+        """The turn that regenerated this one, if any."""
+        stmt = select(Turn.id).where(Turn.tenant_id == self.tenant_id, Turn.supersedes_turn_id == turn_id)
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def latest_in(self, session_id: uuid.UUID) -> Turn | None:
+        """The session's newest turn (queued ones included)."""
+        stmt = self.readable().where(Turn.session_id == session_id)
+        return await self.first(stmt.order_by(Turn.created_at.desc(), Turn.id.desc()))
+
+    async def status_of(self, turn_id: uuid.UUID) -> str | None:
+        stmt = select(Turn.status).where(Turn.tenant_id == self.tenant_id, Turn.id == turn_id)
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def unfinished_in(self, session_id: uuid.UUID) -> Turn | None:
+        """The session's active turn, or one queued behind it."""
+        stmt = self.readable().where(Turn.session_id == session_id, Turn.status.in_((*ACTIVE_STATUSES, "queued")))
+        return await self.first(stmt)
+
     async def active_in(self, session_id: uuid.UUID) -> Turn | None:
         return await self.first(self.readable().where(Turn.session_id == session_id, Turn.status.in_(ACTIVE_STATUSES)))
 

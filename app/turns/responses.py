@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 
 from app.core.negotiation import negotiate
-from app.core.sse import SSE_MEDIA_TYPE
+from app.core.sse import SSE_MEDIA_TYPE, event_stream_response
 from app.deps import ContainerDep, CurrentPrincipal, TurnEventsPrincipal
 from app.runtime.port.events import SSE_RESPONSE
 from app.turns.schemas import Turn
-from app.turns.service import TurnService
+from app.turns.service import Followable, TurnService
 
 TURN_RESPONSES: dict[int | str, dict[str, Any]] = {**SSE_RESPONSE, 200: {**SSE_RESPONSE[200]}}
 TURN_RESPONSES[200]["content"] = {
@@ -63,6 +64,25 @@ def finished(turn: Turn) -> Response:
     if turn.status in UNFINISHED:
         return accepted(turn, preferred=False)
     return Response(turn.model_dump_json(), media_type="application/json")
+
+
+async def started(
+    service: TurnService,
+    turn_id: uuid.UUID,
+    stream: Followable,
+    representation: str,
+    prefer: str | None,
+    *,
+    after: int = 0,
+) -> Response:
+    """How a route answers with a turn it started or resumed: 202 for `Prefer: respond-async`, the finished
+    turn for JSON, else its events after `after` as SSE."""
+    if wants_async(prefer):
+        return accepted(await service.get(turn_id))
+    if wants_json(representation):
+        return finished(await service.finished(turn_id))
+    ping = service.container.settings.http.sse_ping_seconds
+    return event_stream_response(stream.follow(after), ping_seconds=ping)
 
 
 TURN_MEDIA_TYPES = (SSE_MEDIA_TYPE, "application/json")

@@ -22,10 +22,7 @@ from app.turns.responses import (
     StreamRepresentation,
     TurnRepresentation,
     TurnServiceDep,
-    accepted,
-    finished,
-    wants_async,
-    wants_json,
+    started,
 )
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
@@ -52,12 +49,7 @@ async def create_turn(
     or the started turn at once (202) for `Prefer: respond-async` — and, without the `Prefer`, when this
     replica shuts down before the turn ends (another replica continues it)."""
     turn_id, stream = await service.start(session_id, body)
-    if wants_async(prefer):
-        return accepted(await service.get(turn_id))
-    if wants_json(representation):
-        return finished(await service.finished(turn_id))
-    ping = service.container.settings.http.sse_ping_seconds
-    return event_stream_response(stream.follow(0), ping_seconds=ping)
+    return await started(service, turn_id, stream, representation, prefer)
 
 
 @router.get("/sessions/{session_id}/turns", operation_id="listTurns", response_model=schemas.TurnPage)

@@ -12,7 +12,17 @@ from app.structured.schema import OutputSchema
 Channel = Literal["api", "mcp", "a2a"]
 """The door a turn came through: the REST API (and its stream adapters), the MCP server or the A2A server."""
 
-__all__ = ["Channel", "ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
+__all__ = [
+    "Channel",
+    "ErrorInfo",
+    "Turn",
+    "TurnCreate",
+    "TurnLimits",
+    "TurnPage",
+    "TurnRegenerate",
+    "TurnStatus",
+    "Usage",
+]
 
 
 class TurnLimits(BaseModel):
@@ -81,6 +91,13 @@ class TurnCreate(BaseModel):
         return [] if isinstance(self.input, str) else [p for p in self.input if not isinstance(p, TextPart)]
 
 
+class TurnRegenerate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: str | None = Field(
+        default=None, min_length=1, max_length=200_000, description="The new turn's input (default: the same input)"
+    )
+
+
 class PlanItem(BaseModel):
     """One todo of an autonomous turn's plan and where it stands."""
 
@@ -107,6 +124,9 @@ class Turn(BaseModel):
     error: ErrorInfo | None
     last_seq: int
     resumed_by: uuid.UUID | None
+    supersedes_turn_id: uuid.UUID | None = Field(
+        default=None, description="The turn this one regenerated (its messages are superseded)"
+    )
     created_at: datetime
     ended_at: datetime | None
     plan: list[PlanItem] | None = Field(
@@ -131,6 +151,7 @@ class Turn(BaseModel):
             error=row.error,
             last_seq=row.last_seq,
             resumed_by=row.resumed_by,
+            supersedes_turn_id=row.supersedes_turn_id,
             created_at=row.created_at,
             ended_at=row.ended_at,
         )

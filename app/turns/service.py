@@ -28,7 +28,7 @@ from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import Attachment, ChatMessage
 from app.runtime.manager import TurnManager
-from app.runtime.port.journal import TurnIdentity, TurnRun
+from app.runtime.port.journal import Supersedes, TurnIdentity, TurnRun
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.store.queue import QueueFull
 from app.runtime.store.quota import token_quota_of
@@ -54,7 +54,7 @@ class TurnService:
         self.manager: TurnManager = container.turns
         self.principal = principal
 
-    def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
+    def uow(self) -> AbstractAsyncContextManager[AsyncSession]:
         return unit_of_work(self.container.session_factory)
 
     async def start(
@@ -63,15 +63,18 @@ class TurnService:
         body: schemas.TurnCreate,
         *,
         turn_id: uuid.UUID | None = None,
+        supersedes: Supersedes | None = None,
         channel: schemas.Channel = "api",
     ) -> tuple[uuid.UUID, Followable]:
         """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
-        finds the turn instead of starting a second one); `channel` is the door it came through."""
+        finds the turn instead of starting a second one); `channel` is the door it came through. `supersedes`:
+        the turn regenerates that one (app/branching/regenerate.py), whose messages leave the history in the
+        statement that stores it."""
         self.manager.admit()
         try:
-            run = await self._create(session_id, body, turn_id=turn_id, channel=channel)
+            run = await self._create(session_id, body, turn_id=turn_id, supersedes=supersedes, channel=channel)
         except NoFreeSlot as exc:
             # every slot is taken: a turn asked to wait behind its session's active turn waits for a slot too
             if body.multitask_strategy != "enqueue" or await self._active_in(session_id) is None:
@@ -91,7 +94,7 @@ class TurnService:
         return run.ident.turn_id, self.manager.launch(run)
 
     async def _active_in(self, session_id: uuid.UUID) -> Turn | None:
-        async with self._uow() as db:
+        async with self.uow() as db:
             return await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
 
     async def _enqueue(
@@ -109,7 +112,7 @@ class TurnService:
         with contextlib.suppress(Conflict):
             await self.cancel(active.id)
         if rollback:
-            async with self._uow() as db:
+            async with self.uow() as db:
                 await TurnRepository(db, self.principal.tenant_id).delete_messages(active.id)
 
     async def _create(
@@ -119,6 +122,7 @@ class TurnService:
         *,
         queued: bool = False,
         turn_id: uuid.UUID | None = None,
+        supersedes: Supersedes | None = None,
         channel: schemas.Channel = "api",
     ) -> TurnRun:
         """Store the turn with its user message, and read the history: the set-up the stream waits for.
@@ -156,6 +160,8 @@ class TurnService:
             "max_steps": max_steps, "channel": channel, "output_schema": output_schema,
             "attachments": [dataclasses.asdict(a) for a in attachments] if queued and attachments else None,
         }  # fmt: skip
+        if supersedes is not None:
+            turn["supersedes_turn_id"] = supersedes.turn_id
         if queued:
             await self._store_queued(turn)
             history: list[ChatMessage] = []
@@ -178,6 +184,7 @@ class TurnService:
             max_steps=max_steps or 0,
             seq_ceiling=SEQ_BLOCK,
             output_schema=output_schema,
+            supersedes=supersedes,
         )
 
     async def _attachments(self, body: schemas.TurnCreate, session: Mapping[str, Any]) -> tuple[Attachment, ...]:
@@ -189,7 +196,7 @@ class TurnService:
 
     async def _session_status(self, session_id: uuid.UUID) -> str:
         """The status of a session whose last turn started longer ago than the TTL (off the hot path)."""
-        async with self._uow() as db:
+        async with self.uow() as db:
             service = self._sessions(db)
             return await service.status_of(await service.get(session_id))
 
@@ -225,8 +232,8 @@ class TurnService:
             )
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
-        async with self._uow() as db:
-            turn = await self._load(db, turn_id)
+        async with self.uow() as db:
+            turn = await self.load(db, turn_id)
             if turn.mode != "autonomous":
                 return schemas.Turn.of(turn)
             events = await TurnRepository(db, self.principal.tenant_id).plan_events(turn_id)
@@ -234,14 +241,14 @@ class TurnService:
         plan = [schemas.PlanItem(id=s.id, title=s.title, status=s.status, output=s.output) for s in steps]  # type: ignore[arg-type]
         return schemas.Turn.of(turn, plan)
 
-    async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+    async def load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)
         if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
     async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
-        async with self._uow() as db:
+        async with self.uow() as db:
             await self._sessions(db).get(session_id)
             rows = await TurnRepository(db, self.principal.tenant_id).page(
                 self.principal, session_id, limit=limit, cursor=cursor
@@ -278,7 +285,7 @@ class TurnService:
             remote = current.status == "running" and await self._cancelled_elsewhere(turn_id)
             if not remote:
                 await self.manager.end_orphan(self.principal.tenant_id, turn_id, status="cancelled", error=None)
-        async with self._uow() as db:
+        async with self.uow() as db:
             await TurnRepository(db, self.principal.tenant_id).expire_pending_approvals(turn_id)
         return await self.get(turn_id)
 
@@ -290,7 +297,7 @@ class TurnService:
 
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
-        async with self._uow() as db:
+        async with self.uow() as db:
             await self._sessions(db).close(session_id)
             active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
         if active is not None:
@@ -342,7 +349,7 @@ class TurnService:
         self, turn_id: uuid.UUID, after: int, *, upto: int | None
     ) -> AsyncIterator[tuple[int, bytes, str]]:
         while upto is None or after < upto:
-            async with self._uow() as db:
+            async with self.uow() as db:
                 rows = await TurnRepository(db, self.principal.tenant_id).events_after(turn_id, after, REPLAY_PAGE)
             for seq, event_type, data in rows:
                 if upto is not None and seq > upto:

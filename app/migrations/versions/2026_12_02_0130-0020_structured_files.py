@@ -2,7 +2,7 @@
 file references of messages (and of queued turns)
 
 Revision ID: 0020_structured_files
-Revises: 0023_channels
+Revises: 0019_branching
 Create Date: 2026-12-02 01:30:00
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0020_structured_files"
-down_revision: str | None = "0023_channels"
+down_revision: str | None = "0019_branching"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

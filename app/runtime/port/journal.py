@@ -110,6 +110,15 @@ class Continued:
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Supersedes:
+    """The turn a new turn regenerates (POST /turns/{id}/regenerate): its messages are out of the history."""
+
+    turn_id: uuid.UUID
+    input: str
+    """Its input: the Claude SDK runtime finds that prompt in its transcript and resumes before it."""
+
+
 @dataclass(slots=True)
 class TurnRun:
     """Everything one run of a turn needs, read from the database when it starts or resumes."""
@@ -153,6 +162,8 @@ class TurnRun:
     """Set when this run continues a running turn whose run was lost (see `Continued`)."""
     output_schema: dict[str, Any] | None = None
     """The JSON Schema the turn's final answer must meet (app/structured); None: free text."""
+    supersedes: Supersedes | None = None
+    """Set on the first run of a turn that regenerates another."""
 
     @property
     def resumed(self) -> bool:

@@ -15,10 +15,11 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.dml import Delete, Update
 
 from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
@@ -28,6 +29,7 @@ from app.models import (
     Message,
     PolicyDecision,
     Session,
+    Summary,
     ToolExecution,
     Turn,
     TurnEvent,
@@ -56,6 +58,7 @@ DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
+SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
 RUN_COLUMNS = (
@@ -135,9 +138,14 @@ MESSAGE_COLUMNS = (
 """What `chat_message` reads back."""
 HISTORY = Query(
     select(*MESSAGE_COLUMNS)
-    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    .where(
+        Message.tenant_id == bindparam("tenant_id"),
+        Message.session_id == bindparam("session_id"),
+        Message.superseded_by_turn_id.is_(None),
+    )
     .order_by(Message.id)
 )
+"""The conversation a prompt is built from: every message but those a regenerated turn put aside."""
 _SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
     Session.status, Session.last_active_at,
@@ -199,7 +207,8 @@ PLAN_EVENTS = Query(
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
-    (data-modifying CTEs).
+    (data-modifying CTEs); a turn that regenerates another (`supersedes_turn_id`) puts that turn's
+    messages aside and drops its summaries in the same statement, only if the new turn was stored.
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
     takes a free concurrency slot, or nothing is inserted (app/runtime/store/admission.py).
@@ -214,9 +223,41 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
-    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched))
+    statement = insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched)
+    if "supersedes_turn_id" in turn_columns:
+        stored = select(new_turn.c.id).exists()
+        statement = statement.add_cte(
+            _supersede_messages().where(stored).cte("put_aside"), _drop_summaries().where(stored).cte("dropped")
+        )
+    return Query(statement)
 
 
+def _supersede_messages() -> Update:
+    table = bare(MESSAGES)
+    return (
+        update(table)
+        .where(
+            table.c.tenant_id == bindparam("s_tenant"),
+            table.c.session_id == bindparam("s_session"),
+            table.c.turn_id == bindparam("s_old"),
+            table.c.superseded_by_turn_id.is_(None),
+        )
+        .values(superseded_by_turn_id=bindparam("s_new"))
+    )
+
+
+def _drop_summaries() -> Delete:
+    """A summary the regenerated turn made covers messages now put aside: the next compaction rebuilds it."""
+    table = bare(SUMMARIES)
+    return delete(table).where(
+        table.c.tenant_id == bindparam("s_tenant"),
+        table.c.session_id == bindparam("s_session"),
+        table.c.turn_id == bindparam("s_old"),
+    )
+
+
+_SUPERSEDE = Query(_supersede_messages())
+_DROP_SUMMARIES = Query(_drop_summaries())
 _TOUCH_SESSION = Query(
     update(bare(SESSIONS))
     .where(bare(SESSIONS).c.id == bindparam("touched_session"))
@@ -227,6 +268,14 @@ _TOUCH_SESSION = Query(
 
 def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
     return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
+
+
+def _superseding(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of `_supersede_messages` and `_drop_summaries` for a turn that regenerates another."""
+    if "supersedes_turn_id" not in turn:
+        return {}
+    return {"s_tenant": turn["tenant_id"], "s_session": turn["session_id"], "s_old": turn["supersedes_turn_id"],
+            "s_new": turn["id"]}  # fmt: skip
 
 
 @lru_cache(maxsize=8)
@@ -276,7 +325,7 @@ class TurnStore:
         slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message), slotted)
-            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn), **_superseding(turn)}
             for attempt in range(SLOT_ATTEMPTS):
                 try:
                     if not await self.sql.execute(query, {**params, **slots}):
@@ -296,6 +345,9 @@ class TurnStore:
                     raise NoFreeSlot(max_concurrent)
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
+                if superseding := _superseding(turn):
+                    await tx.execute(_SUPERSEDE, superseding)
+                    await tx.execute(_DROP_SUMMARIES, superseding)
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
