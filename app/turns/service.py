@@ -191,7 +191,7 @@ class TurnService:
         parts = [(p.type, p.file_id) for p in body.file_parts()]
         if not parts:
             return ()
-        async with self._uow() as db:
+        async with self.uow() as db:
             return await attachments_for(db, self.principal, parts, session["snapshot"], session["id"])
 
     async def _session_status(self, session_id: uuid.UUID) -> str:
