@@ -27,7 +27,7 @@ from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
-from app.core.body_limit import BodySizeLimit
+from app.core.body_limit import MULTIPART_ENVELOPE_BYTES, BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
 from app.core.json_guard import JsonBodyGuard
@@ -40,6 +40,8 @@ from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
 from app.evals.router import router as evals_router
 from app.evals.worker import EvalWorker
+from app.files.router import router as files_router
+from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.interop.a2a_server.router import router as a2a_router
@@ -139,6 +141,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
             session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
         ),
+        files=FileContents(sql, FileStore(settings.files.store_dir)),
     )
     webhook_secrets = await asyncio.to_thread(
         WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
@@ -255,7 +258,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
-    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
+    uploads = {"/files": settings.files.max_bytes + MULTIPART_ENVELOPE_BYTES}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes, per_path=uploads)
     if settings.http.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -280,6 +284,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         schedules_router,
         evals_router,
         webhooks_router,
+        files_router,
         web_router,
         docs_router,
         adapters_router,

@@ -149,6 +149,15 @@ class HttpSettings(BaseSettings):
     """The web page's one-click token for 127.0.0.1 when the service generated its own secret."""
 
 
+class FileSettings(BaseSettings):
+    """Attachments (`POST /files`)."""
+
+    model_config = _group("FILE_")
+    max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    store_dir: Path | None = None
+    """Where file bytes go, each under its id; unset: in the database (`bytea` / blob)."""
+
+
 class LifecycleSettings(BaseSettings):
     """Idle expiry and retention of sessions (DESIGN.md "Operations" → Retention); 0 turns either off."""
 
@@ -251,6 +260,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    files: FileSettings = Field(default_factory=FileSettings)
     shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)

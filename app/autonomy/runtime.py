@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 from app.autonomy.conversation import StoredTurn, goal
 from app.autonomy.journal import StepJournal
@@ -28,6 +29,7 @@ from app.graph.governed_call import CallGovernance, Refused, Unanswered, governe
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse
 from app.runtime.port.events import PlanCreated, PlanStepCompleted, PlanStepStarted, PlanTodo
 from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.structured.answer import Accepted, Rejected, judge_answer
 
 SUMMARY_INSTRUCTION = "Every step of the plan has run. Write the closing summary of what was done for the user."
 STEP_STATUS = {"completed": "done"}
@@ -185,10 +187,21 @@ class AutonomousRuntime:
     ) -> Progress:
         outline = f"The plan:\n{plan.outline(None)}\n\nThe steps' outputs:\n{plan.outputs()}"
         messages = [*run.history, ChatMessage(role="user", content=outline)]
-        response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages)
-        if isinstance(response, Progress):
-            return response if response.final_output else dataclasses.replace(response, final_output=plan.outputs())
-        return totals.progress(status="completed", final_output=response.text)
+        schema = run.output_schema
+        for attempt in range(2):
+            response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages, schema=schema)
+            if isinstance(response, Progress):
+                return response if response.final_output else dataclasses.replace(response, final_output=plan.outputs())
+            if schema is None:
+                return totals.progress(status="completed", final_output=response.text)
+            verdict = judge_answer(response.text, schema, repaired=attempt > 0)
+            if isinstance(verdict, Accepted):
+                return totals.progress(status="completed", final_output=response.text, output=verdict.output)
+            if isinstance(verdict, Rejected):
+                return totals.progress(status="failed", error=verdict.error)
+            answer = ChatMessage(role="assistant", content=response.text)
+            messages = [*messages, answer, ChatMessage(role="user", content=verdict.prompt)]
+        raise AssertionError("unreachable")
 
     async def _call(
         self,
@@ -198,6 +211,8 @@ class AutonomousRuntime:
         totals: _Totals,
         system: str,
         messages: list[ChatMessage],
+        *,
+        schema: dict[str, Any] | None = None,
     ) -> ModelResponse | Progress:
         """One model call outside the loop (plan, summary), governed and recorded like the loop's.
 
@@ -213,6 +228,7 @@ class AutonomousRuntime:
             tools=[],
             max_tokens=int(model.get("max_tokens", 1024)),
             call_index=totals.calls,
+            output_schema=schema,
         )
         spent = totals.spent()
         governance = CallGovernance(_budget(run), spent, services.quota)
@@ -251,6 +267,7 @@ class AutonomousRuntime:
             pending=run.pending if going_on else [],
             last_text=run.last_text if going_on else "",
             continued=run.continued if going_on else None,
+            output_schema=None,
         )
 
 

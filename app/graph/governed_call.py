@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
+from app.providers.attachments import estimated_tokens
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
 from app.providers.call_ids import conversation_call_ids, with_own_ids
 from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
@@ -144,9 +145,10 @@ def model_name(request: ModelRequest) -> str:
 def prompt_estimate(request: ModelRequest, provider: str) -> int:
     """Tokens the request's prompt likely costs (exact for the scripted provider: a token a word)."""
     texts = [request.system, *(m.content for m in request.messages)]
+    attached = sum(estimated_tokens(a) for m in request.messages for a in m.attachments)
     if provider == "scripted":
-        return sum(estimate_tokens(t, provider) for t in texts)
+        return sum(estimate_tokens(t, provider) for t in texts) + attached
     calls = [json.dumps([c.arguments for c in m.tool_calls]) for m in request.messages if m.tool_calls]
     specs = [json.dumps([t.name, t.description, t.input_schema]) for t in request.tools]
     overhead = MESSAGE_OVERHEAD_TOKENS * (len(request.messages) + 1)
-    return overhead + sum(estimate_tokens(t, provider) for t in [*texts, *calls, *specs])
+    return overhead + attached + sum(estimate_tokens(t, provider) for t in [*texts, *calls, *specs])

@@ -24,6 +24,8 @@ class Message(TenantMixin, CreatedMixin, Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(128))
     name: Mapped[str | None] = mapped_column(String(256))
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    attachments: Mapped[list[Any] | None]
+    """A user message's files, as references `{file_id, kind, name, content_type, size}` (not copies)."""
     superseded_by_turn_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     """The turn that regenerated this message's turn: kept, but out of the history and the prompt.
 

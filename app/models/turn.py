@@ -44,6 +44,12 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     input: Mapped[str] = mapped_column(Text)
     final_output: Mapped[str | None] = mapped_column(Text)
     error: Mapped[dict[str, Any] | None]
+    output_schema: Mapped[dict[str, Any] | None]
+    """The schema the final answer must meet: the turn request's, else the agent's (app/structured)."""
+    output: Mapped[dict[str, Any] | None]
+    attachments: Mapped[list[Any] | None]
+    """A queued turn's file references, for the user message written when it starts."""
+    """The final answer parsed and validated against `output_schema`."""
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     loop_count: Mapped[int] = mapped_column(Integer, default=0)

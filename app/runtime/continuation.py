@@ -29,7 +29,7 @@ from app.runtime.port.journal import Continued, HumanDecision, TurnIdentity, Tur
 from app.runtime.resume import human_decision
 from app.runtime.store.admission import Admission
 from app.runtime.store.quota import token_quota_of
-from app.runtime.store.turns import RUN_COLUMNS, TURNS, TurnStore, chat_message
+from app.runtime.store.turns import MESSAGE_COLUMNS, RUN_COLUMNS, TURNS, TurnStore, chat_message
 from app.runtime.stream import SEQ_BLOCK
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
@@ -62,7 +62,7 @@ CLAIM = Query(
 The new ceiling is one block above everything the lost run may have shown: its ceiling, or a stored
 event above it (stored events are durable; `in_stored` is the max stored seq)."""
 TURN_MESSAGES = Query(
-    select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
+    select(*MESSAGE_COLUMNS)
     .where(Message.tenant_id == bindparam("tenant_id"), Message.turn_id == bindparam("turn_id"))
     .order_by(Message.id)
 )
@@ -163,6 +163,7 @@ async def continued_run(store: TurnStore, engine: AsyncEngine, claimed: Claimed,
         last_text=stopped_at.content if stopped_at is not None else "",
         mode=row["mode"],
         max_steps=row["max_steps"] or 0,
+        output_schema=row["output_schema"],
         plan_events=await store.plan_events(ident.tenant_id, ident.turn_id) if row["mode"] == "autonomous" else [],
         continued=Continued(
             claimed.reason,

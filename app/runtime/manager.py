@@ -24,7 +24,15 @@ from app.providers.registry import ProviderRegistry
 from app.runtime.continuation import Claimed, claim, continued_run
 from app.runtime.lease import LEASE_SECONDS, QUEUE_SWEEP_EVERY, Orphan, RunnerLease
 from app.runtime.port.events import EndStatus
-from app.runtime.port.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.port.journal import (
+    FileReader,
+    Progress,
+    TurnIdentity,
+    TurnJournal,
+    TurnRun,
+    TurnRuntime,
+    TurnServices,
+)
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import HAND_OVER, execute
 from app.runtime.store.admission import Admission
@@ -81,8 +89,10 @@ class TurnManager:
         outbound: Outbound,
         listener: EventListener | None = None,
         memory_tools: MemoryToolsFactory | None = None,
+        files: FileReader | None = None,
     ) -> None:
         self.engine = engine
+        self.files = files
         self.memory_tools = memory_tools
         self.autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.listener = listener
@@ -232,6 +242,7 @@ class TurnManager:
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
             quota=LedgerQuota(self.store.sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
+            files=self.files,
         )
 
     def _memory(self, run: TurnRun) -> LocalTools | None:
@@ -387,6 +398,7 @@ class TurnManager:
                 mode=row["mode"],
                 max_steps=row["max_steps"] or 0,
                 seq_ceiling=row["seq_ceiling"],
+                output_schema=row["output_schema"],
             )
         )
         started: uuid.UUID = row["id"]

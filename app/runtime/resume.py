@@ -55,5 +55,6 @@ async def resume_run(
         last_text=assistant.content,
         mode=turn.mode,
         max_steps=turn.max_steps or 0,
+        output_schema=turn.output_schema,
         plan_events=await store.plan_events(turn.tenant_id, turn.id) if turn.mode == "autonomous" else [],
     )

@@ -167,9 +167,11 @@ async def settle(
     final_output = progress.final_output if status != "failed" else None
     if status in STOPPED_EARLY and final_output is None:
         final_output = progress.last_text or None
+    output = progress.output if status == "completed" else None
     ended = TurnEnded.of(
         status,
         final_output=final_output,
+        output=output,
         input_tokens=progress.input_tokens,
         output_tokens=progress.output_tokens,
         loop_count=progress.loop_count,
@@ -178,6 +180,7 @@ async def settle(
     values: dict[str, Any] = {
         "status": status,
         "final_output": final_output,
+        "output": output,
         "error": error,
         "input_tokens": progress.input_tokens,
         "output_tokens": progress.output_tokens,

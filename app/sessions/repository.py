@@ -13,7 +13,7 @@ from sqlalchemy.sql.elements import Label
 from app.auth.principal import Principal
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import Approval, Message, Session, Summary, Turn, TurnEvent
+from app.models import Approval, File, Message, Session, Summary, Turn, TurnEvent
 from app.models.base import utcnow
 from app.sessions.expiry import Activity, IdleTtl
 
@@ -253,11 +253,12 @@ class SweepRepository:
         return int(result.rowcount)
 
     async def delete_messages(self, sessions: Sequence[uuid.UUID], *, rows: int) -> int:
-        """Delete at most `rows` messages (and then the summaries made of them) of these sessions."""
+        """Delete at most `rows` messages of these sessions (then their summaries and the files they used)."""
         chunk = select(Message.id).where(Message.session_id.in_(sessions)).limit(rows)
         deleted = int((await self.conn.execute(delete(Message).where(Message.id.in_(chunk)))).rowcount)
         if deleted < rows:
             await self.conn.execute(delete(Summary).where(Summary.session_id.in_(sessions)))
+            await self.conn.execute(delete(File).where(File.session_id.in_(sessions)))
         return deleted
 
     async def mark_purged(self, sessions: Sequence[uuid.UUID]) -> None:

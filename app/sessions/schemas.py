@@ -103,6 +103,9 @@ class MessageOut(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    attachments: list[dict[str, Any]] | None = Field(
+        default=None, description="A user message's files as references: file_id, kind, name, content_type, size"
+    )
     superseded_by_turn_id: uuid.UUID | None = Field(
         default=None, description="The turn that regenerated this message's turn (listed with ?include=superseded)"
     )

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agents.config import CLAUDE_SDK_NO_SCHEMA
 from app.auth.principal import Principal
 from app.auth.stream_token import mint_stream_token
 from app.autonomy.plan import Plan
@@ -20,10 +22,11 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.core.sse import encode_frame, retry_frame
 from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests
+from app.files.attachments import attachments_for
 from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
-from app.providers.base import ChatMessage
+from app.providers.base import Attachment, ChatMessage
 from app.runtime.manager import TurnManager
 from app.runtime.port.journal import Supersedes, TurnIdentity, TurnRun
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
@@ -32,6 +35,7 @@ from app.runtime.store.quota import token_quota_of
 from app.runtime.store.turns import message_row
 from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
 from app.sessions.service import SessionService, idle_ttl, session_not_open
+from app.structured.schema import OUTPUT_SCHEMA_UNSUPPORTED
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -139,6 +143,8 @@ class TurnService:
         if status != "open":
             raise session_not_open(session_id, status)
         self._admit_runtime(session["id"], session["snapshot"])
+        output_schema = _output_schema(body, session["snapshot"])
+        attachments = await self._attachments(body, session)
         admission = Admission.of(session)
         admission.check_quota(now)
         asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
@@ -147,11 +153,12 @@ class TurnService:
         ident = TurnIdentity(session["tenant_id"], session["id"], turn_id or uuid.uuid4(), session["agent_id"])
         turn = {
             "id": ident.turn_id, "tenant_id": ident.tenant_id, "session_id": session["id"], "status": "running",
-            "input": body.input, "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
+            "input": body.text(), "max_loops": limits.max_loops, "max_output_tokens": limits.max_output_tokens,
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": body.mode,
-            "max_steps": max_steps, "channel": channel,
+            "max_steps": max_steps, "channel": channel, "output_schema": output_schema,
+            "attachments": [dataclasses.asdict(a) for a in attachments] if queued and attachments else None,
         }  # fmt: skip
         if supersedes is not None:
             turn["supersedes_turn_id"] = supersedes.turn_id
@@ -159,7 +166,7 @@ class TurnService:
             await self._store_queued(turn)
             history: list[ChatMessage] = []
         else:
-            user_message = message_row(ident, ChatMessage(role="user", content=body.input))
+            user_message = message_row(ident, ChatMessage(role="user", content=body.text(), attachments=attachments))
             ceiling = admission.ceilings.max_concurrent_turns
             history = await self.manager.store.start_turn(turn, user_message, max_concurrent=ceiling)
         return TurnRun(
@@ -167,7 +174,7 @@ class TurnService:
             agent_version=session["agent_version"],
             owner_sub=session["owner_sub"],
             snapshot=session["snapshot"],
-            input=body.input,
+            input=body.text(),
             history=history,
             max_loops=limits.max_loops,
             max_output_tokens=limits.max_output_tokens,
@@ -176,8 +183,16 @@ class TurnService:
             mode=body.mode,
             max_steps=max_steps or 0,
             seq_ceiling=SEQ_BLOCK,
+            output_schema=output_schema,
             supersedes=supersedes,
         )
+
+    async def _attachments(self, body: schemas.TurnCreate, session: Mapping[str, Any]) -> tuple[Attachment, ...]:
+        parts = [(p.type, p.file_id) for p in body.file_parts()]
+        if not parts:
+            return ()
+        async with self.uow() as db:
+            return await attachments_for(db, self.principal, parts, session["snapshot"], session["id"])
 
     async def _session_status(self, session_id: uuid.UUID) -> str:
         """The status of a session whose last turn started longer ago than the TTL (off the hot path)."""
@@ -371,3 +386,11 @@ def _busy(active: Turn | None) -> Conflict:
     if active is None:
         return Conflict("Another turn of this session is active")
     return Conflict(f"Turn {active.id} of this session is {active.status}", active_turn_id=str(active.id))
+
+
+def _output_schema(body: schemas.TurnCreate, snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn request's schema, else the agent's; 422 `output_schema_unsupported` for the claude_sdk runtime."""
+    if body.output_schema is not None and snapshot.get("runtime") == "claude_sdk":
+        raise RuleViolation(OUTPUT_SCHEMA_UNSUPPORTED, CLAUDE_SDK_NO_SCHEMA)
+    schema: dict[str, Any] | None = body.output_schema or snapshot.get("output_schema")
+    return schema

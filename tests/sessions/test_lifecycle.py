@@ -297,3 +297,25 @@ async def test_one_replica_sweeps_at_a_time(database_url: str, tmp_path: Path, a
         assert (await _sweeper(app).sweep()).expired >= 1
         assert await _count(app, Session.id, stored_open) == 0
         assert (await client.get(f"/sessions/{session['id']}", headers=alice)).json()["status"] == "expired"
+
+
+async def test_retention_deletes_the_files_a_purged_session_used_and_keeps_the_others(
+    backend: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> None:
+    app, client = backend
+    agent = await create_agent(client, alice, scripted_config({"text": "seen"}))
+    old, kept = [(await client.post("/sessions", json={"agent_id": agent["id"]}, headers=alice)).json() for _ in "ab"]
+    used, other, unused = [
+        (await client.post("/files", files={"file": (f"{n}.txt", b"text")}, headers=alice)).json() for n in "xyz"
+    ]
+    for session, file in ((old, used), (kept, other)):
+        parts = [{"type": "text", "text": "read"}, {"type": "file", "file_id": file["id"]}]
+        await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": parts}, headers=alice)
+        assert (await client.delete(f"/sessions/{session['id']}", headers=alice)).status_code == 204
+    await _age_session(app, old["id"], closed_at=utcnow() - timedelta(days=RETENTION_DAYS, hours=1))
+
+    await _sweeper(app).sweep()
+
+    assert (await client.get(f"/files/{used['id']}", headers=alice)).status_code == 404
+    for file in (other, unused):
+        assert (await client.get(f"/files/{file['id']}", headers=alice)).status_code == 200

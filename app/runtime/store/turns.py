@@ -7,6 +7,7 @@ trip per single statement (autocommit), SQLAlchemy on SQLite.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -35,7 +36,7 @@ from app.models import (
     Usage,
 )
 from app.models.base import utcnow
-from app.providers.base import ChatMessage, ToolCall
+from app.providers.base import Attachment, ChatMessage, ToolCall
 from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
 from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store.admission import (
@@ -60,7 +61,10 @@ SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
-RUN_COLUMNS = ("input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps")
+RUN_COLUMNS = (
+    "input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps", "output_schema",
+    "attachments",
+)  # fmt: skip
 """What a turn's row gives the run that starts it later (a queued turn's promote, a continuation's claim)."""
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
@@ -76,6 +80,7 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
         "tool_call_id": message.tool_call_id,
         "name": message.name,
         "is_error": message.is_error,
+        "attachments": [dataclasses.asdict(a) for a in message.attachments] or None,
         "created_at": utcnow(),
     }
 
@@ -131,11 +136,17 @@ def chat_message(row: Mapping[str, Any]) -> ChatMessage:
         tool_call_id=row["tool_call_id"],
         name=row["name"],
         is_error=row["is_error"],
+        attachments=tuple(Attachment(**a) for a in row["attachments"] or ()),
     )
 
 
+MESSAGE_COLUMNS = (
+    Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error,
+    Message.attachments,
+)  # fmt: skip
+"""What `chat_message` reads back."""
 HISTORY = Query(
-    select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
+    select(*MESSAGE_COLUMNS)
     .where(
         Message.tenant_id == bindparam("tenant_id"),
         Message.session_id == bindparam("session_id"),
