@@ -6,7 +6,9 @@ import argparse
 import gc
 import sys
 
-from app.settings import get_settings
+from pydantic import ValidationError
+
+from app.settings import describe_invalid_setting, get_settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -121,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level", type=str.lower, default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
     serve.set_defaults(func=_serve)
     sub.add_parser("migrate", help="upgrade the database to the latest schema").set_defaults(func=_migrate)
     token = sub.add_parser("token", help="print a bearer token this service accepts")
@@ -148,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "chat":
+        try:
+            get_settings()
+        except ValidationError as error:
+            print(f"agent-runtime: {describe_invalid_setting(error)}", file=sys.stderr)
+            return 2
     return int(args.func(args))
 
 
