@@ -264,3 +264,25 @@ async def test_the_byok_switch_is_a_strict_boolean(
     admin = auth_headers(tenant, "root", roles=["admin"])
     assert_refused(await send(client, "PATCH", "/credentials", {"byok_only": 0}, admin), ["byok_only"], "bool_type")
     assert (await client.get("/credentials", headers=admin)).json()["byok_only"] is False
+
+
+@pytest.mark.parametrize("count", [True, 1.0, "1"])
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        (lambda n: {"max_loops": n}, ["max_loops"]),
+        (lambda n: {"max_concurrent_turns": n}, ["max_concurrent_turns"]),
+        (lambda n: {"token_quota": {"period": "day", "tokens": n}}, ["token_quota", "tokens"]),
+    ],
+)
+async def test_tenant_ceilings_are_strict_integers(
+    client: httpx.AsyncClient,
+    tenant: str,
+    auth_headers: TokenFactory,
+    body: Callable[[object], dict[str, Any]],
+    loc: list[str],
+    count: object,
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    assert_refused(await send(client, "PUT", "/limits", body(count), admin), loc, "int_type")
+    assert (await client.get("/limits", headers=admin)).json()["max_loops"] is None
