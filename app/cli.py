@@ -84,17 +84,28 @@ def _chat(args: argparse.Namespace) -> int:
 def _rotate_secrets_key(args: argparse.Namespace) -> int:
     import asyncio
 
+    from sqlalchemy.exc import SQLAlchemyError
+
     from app.core.db import create_engine
+    from app.core.migrate import head_revisions, schema_problem
     from app.credentials.rotation import rotate_secrets_key
     from app.secrets.keyring import SecretsKeyring
 
     settings = get_settings()
-    keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
 
     async def run() -> int:
         engine = create_engine(settings.database_url)
         try:
+            async with engine.connect() as conn:
+                problem = await schema_problem(conn, await asyncio.to_thread(head_revisions))
+            if problem:
+                print(f"agent-runtime: {problem}", file=sys.stderr)
+                return 2
+            keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
             report = await rotate_secrets_key(engine, keyring, prune=args.prune)
+        except (OSError, SQLAlchemyError) as exc:
+            print(f"agent-runtime: the database cannot be opened ({type(exc).__name__})", file=sys.stderr)
+            return 2
         finally:
             await engine.dispose()
         print(f"new key {report.new_key_id}: {report.resealed} credential(s) re-sealed")

@@ -312,3 +312,20 @@ async def test_outbound_urls_are_judged_by_the_ipv4_address_they_embed(
     assert host.strip("[]") not in response.text
     listing = "/" + path.split("/")[1]
     assert (await client.get(listing, headers=admin)).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "api_key",
+    ["sk-proj-…", "sk-proj-\u00e9t\u00e9", "sk proj", "sk-proj-x\n", "\tsk", "k" * 4097, ""],
+    ids=["ellipsis", "accents", "space", "newline", "tab", "too-long", "empty"],
+)
+async def test_a_provider_key_is_printable_ascii_and_bounded(
+    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, api_key: str
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    response = await send(client, "PUT", "/credentials/openai", {"provider": "openai", "api_key": api_key}, admin)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["body", "api_key"]
+    if api_key:
+        assert api_key.strip() not in response.text
+    assert (await client.get("/credentials", headers=admin)).json()["items"] == []
