@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from app.core.problems import problem_response, problem_responses
 from app.deps import ContainerDep
+from app.settings import Settings
 from app.web.local_sign_in import LOCAL_TOKEN_TTL_SECONDS, local_token, refusal
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -40,10 +41,20 @@ async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
+def _refusal(request: Request, settings: Settings) -> str | None:
+    server = request.scope.get("server")
+    return refusal(
+        settings,
+        peer=request.client.host if request.client else None,
+        headers=request.headers,
+        port=server[1] if server else None,
+    )
+
+
 @router.get("/web/sign-in", operation_id="getSignInOptions", response_model=SignInOptions)
 async def sign_in_options(request: Request, container: ContainerDep) -> SignInOptions:
     """Whether this request may use the one-click local sign-in (and if not, why)."""
-    reason = refusal(container.settings, peer=request.client.host if request.client else None, headers=request.headers)
+    reason = _refusal(request, container.settings)
     return SignInOptions(local=reason is None, reason=reason)
 
 
@@ -53,7 +64,7 @@ async def sign_in_options(request: Request, container: ContainerDep) -> SignInOp
 async def create_local_token(request: Request, container: ContainerDep) -> JSONResponse:
     """A token for tenant `local` (role admin), only from 127.0.0.1 when the service generated its own secret."""
     settings = container.settings
-    reason = refusal(settings, peer=request.client.host if request.client else None, headers=request.headers)
+    reason = _refusal(request, settings)
     if reason is not None:
         return problem_response(request, status=403, title="Forbidden", slug="forbidden", detail=reason)
     signed = await asyncio.to_thread(local_token, settings)  # reads the secret file
