@@ -111,8 +111,7 @@ def run_chat(session_id: str | None, *, base_url: str, token: str | None, agent_
     except (ChatError, LostStream) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except httpx.TransportError as exc:
-        print(f"error: cannot reach the service at {base_url} ({type(exc).__name__}); is it running?",
-              file=sys.stderr)
+        print(f"error: cannot reach the service at {base_url} ({type(exc).__name__}); is it running?", file=sys.stderr)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130

@@ -46,10 +46,10 @@ from app.openapi_links import add_links
 from app.policies.router import router as policies_router
 from app.providers.clients import ClientOptions, ProviderClients
 from app.providers.registry import ProviderRegistry
-from app.runtime.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
-from app.runtime.journal import TurnRuntime
 from app.runtime.manager import Outbound, TurnManager
-from app.runtime.notify import EventListener
+from app.runtime.port.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
+from app.runtime.port.journal import TurnRuntime
+from app.runtime.store.notify import EventListener
 from app.schedules.router import router as schedules_router
 from app.schedules.worker import ScheduleWorker
 from app.secrets.box import SecretBox

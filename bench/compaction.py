@@ -30,8 +30,10 @@ from app.settings import AuthSettings, DbSettings, ObservabilitySettings, Settin
 
 SECRET = "bench-compaction-secret-0123456789abcdef"
 UNBOUNDED_WINDOW = 100_000_000
-LOOKUP = {"text": "Let me check the records.",
-          "tool_calls": [{"name": "echo", "arguments": {"text": " ".join(f"record{i}" for i in range(60))}}]}
+LOOKUP = {
+    "text": "Let me check the records.",
+    "tool_calls": [{"name": "echo", "arguments": {"text": " ".join(f"record{i}" for i in range(60))}}],
+}
 ANSWER = {"text": "According to the records: " + " ".join(f"detail{i}" for i in range(40))}
 
 

@@ -17,16 +17,17 @@ def scripted_config(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return config
 
 
-async def create_agent(client: httpx.AsyncClient, headers: dict[str, str], config: dict[str, Any] | None = None,
-                       name: str = "helper") -> dict[str, Any]:
-    response = await client.post("/agents", json={"name": name, "config": config or scripted_config()},
-                                 headers=headers)
+async def create_agent(
+    client: httpx.AsyncClient, headers: dict[str, str], config: dict[str, Any] | None = None, name: str = "helper"
+) -> dict[str, Any]:
+    response = await client.post("/agents", json={"name": name, "config": config or scripted_config()}, headers=headers)
     assert response.status_code == 201, response.text
     return dict(response.json())
 
 
-async def create_session(client: httpx.AsyncClient, headers: dict[str, str], agent_id: str,
-                         **body: Any) -> dict[str, Any]:
+async def create_session(
+    client: httpx.AsyncClient, headers: dict[str, str], agent_id: str, **body: Any
+) -> dict[str, Any]:
     response = await client.post("/sessions", json={"agent_id": agent_id, **body}, headers=headers)
     assert response.status_code == 201, response.text
     return dict(response.json())

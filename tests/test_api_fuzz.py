@@ -71,9 +71,7 @@ def _write_config(directory: Path) -> Path:
     auth = directory / "auth.json"
     auth.write_text(json.dumps({"auth": users}))
     config = directory / "schemathesis.toml"
-    config.write_text(
-        f'[auth.wfc]\npath = "{auth}"\nuser = "alice"\npeers = {json.dumps(list(PEERS))}\n'
-    )
+    config.write_text(f'[auth.wfc]\npath = "{auth}"\nuser = "alice"\npeers = {json.dumps(list(PEERS))}\n')
     return config
 
 

@@ -23,16 +23,29 @@ from tests.turns.loopback import serve_asgi, serve_on_loopback
 CONFIG = scripted_config(
     {"text": "Let me work it out.", "tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
     {"text": "It is 42."},
-    policies=[{"id": "gate", "point": "tool", "tool": "calculator", "verdict": "requires_approval",
-               "reason": "arithmetic needs a human"}],
+    policies=[
+        {
+            "id": "gate",
+            "point": "tool",
+            "tool": "calculator",
+            "verdict": "requires_approval",
+            "reason": "arithmetic needs a human",
+        }
+    ],
 )
 CHAT_TIMEOUT_SECONDS = 60
 
 
 async def _chat(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app.cli", "chat", *args,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "app.cli",
+        "chat",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         env={"AUTH_JWT_SECRET": TEST_SECRET, "PATH": ""},
     )
     out, err = await asyncio.wait_for(process.communicate(stdin), timeout=CHAT_TIMEOUT_SECONDS)
@@ -90,8 +103,6 @@ async def test_chat_with_agent_creates_a_session(settings: Settings, alice: dict
     assert len(sessions) == 1
     assert f"session {sessions[0]['id']} on agent {agent['id']}" in out
     assert "Hello from a new session." in out
-
-
 
 
 async def _assistant_texts(base_url: str, headers: dict[str, str], session_id: str) -> list[str]:

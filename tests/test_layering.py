@@ -1,7 +1,7 @@
 """The layout's rules, read from the source with `ast` (every import counts, TYPE_CHECKING ones too).
 
-- The graph (a runtime) reaches the engine only through its port: `app.runtime.journal` and the
-  event models `app.runtime.events`; never `app.turns`.
+- The graph (a runtime) reaches the engine only through its port: `app.runtime.port.journal` and the
+  event models `app.runtime.port.events`; never `app.turns`.
 - No cycles between the packages of the application (graph, turns, sessions, runtime, auth, deps…).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
-PORT = {"app.runtime.journal", "app.runtime.events"}
+PORT = {"app.runtime.port.journal", "app.runtime.port.events"}
 """The engine's port: modules any runtime may import. They import no engine code themselves."""
 
 
@@ -39,7 +39,7 @@ IMPORTS = {name: {i for i in imports_of(path) if i in MODULES} for name, path in
 
 
 def package_of(module: str) -> str:
-    """`app.runtime.journal` → `runtime` (port modules are a node of their own); `app.deps` → `deps`."""
+    """`app.runtime.port.journal` → `runtime` (port modules are a node of their own); `app.deps` → `deps`."""
     if module in PORT:
         return "runtime.port"
     parts = module.split(".")
@@ -71,7 +71,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_rules_see_the_modules_they_judge() -> None:
     assert "app.graph.nodes.llm" in MODULES
-    assert "app.runtime.journal" in IMPORTS["app.graph.context"]
+    assert "app.runtime.port.journal" in IMPORTS["app.graph.context"]
     assert "app.runtime.manager" in IMPORTS["app.turns.service"]
 
 

@@ -115,8 +115,16 @@ def test_models_match_migrations_on_postgres(fresh_pg_url: str) -> None:
 
 def test_schema_has_every_design_table() -> None:
     design = {
-        "agents", "agent_versions", "sessions", "turns", "turn_events", "messages", "approvals",
-        "tool_executions", "policy_decisions", "usage",
+        "agents",
+        "agent_versions",
+        "sessions",
+        "turns",
+        "turn_events",
+        "messages",
+        "approvals",
+        "tool_executions",
+        "policy_decisions",
+        "usage",
     }
     assert design <= ALL_TABLES
     for name in design - {"agents"}:
@@ -138,24 +146,54 @@ def test_same_migrations_run_on_sqlite(sqlite_url: str) -> None:
 async def _seed_session(conn: Any) -> uuid.UUID:
     tenant = f"tenant-{uuid.uuid4().hex[:8]}"
     agent_id, session_id = uuid.uuid4(), uuid.uuid4()
-    await conn.execute(insert(Agent).values(
-        id=agent_id, tenant_id=tenant, name="a", current_version=1, created_by="alice",
-    ))
-    await conn.execute(insert(AgentVersion).values(
-        id=uuid.uuid4(), tenant_id=tenant, agent_id=agent_id, version=1, config={}, created_by="alice",
-    ))
-    await conn.execute(insert(Session).values(
-        id=session_id, tenant_id=tenant, agent_id=agent_id, agent_version=1, owner_sub="alice",
-        snapshot={}, meta={}, status="open",
-    ))
+    await conn.execute(
+        insert(Agent).values(
+            id=agent_id,
+            tenant_id=tenant,
+            name="a",
+            current_version=1,
+            created_by="alice",
+        )
+    )
+    await conn.execute(
+        insert(AgentVersion).values(
+            id=uuid.uuid4(),
+            tenant_id=tenant,
+            agent_id=agent_id,
+            version=1,
+            config={},
+            created_by="alice",
+        )
+    )
+    await conn.execute(
+        insert(Session).values(
+            id=session_id,
+            tenant_id=tenant,
+            agent_id=agent_id,
+            agent_version=1,
+            owner_sub="alice",
+            snapshot={},
+            meta={},
+            status="open",
+        )
+    )
     return session_id
 
 
 def _turn(session_id: uuid.UUID, status: str) -> Any:
     return insert(Turn).values(
-        id=uuid.uuid4(), tenant_id="t", session_id=session_id, status=status, input="hi",
-        input_tokens=0, output_tokens=0, loop_count=0, max_loops=8, max_output_tokens=100,
-        last_seq=0, owner_sub="alice",
+        id=uuid.uuid4(),
+        tenant_id="t",
+        session_id=session_id,
+        status=status,
+        input="hi",
+        input_tokens=0,
+        output_tokens=0,
+        loop_count=0,
+        max_loops=8,
+        max_output_tokens=100,
+        last_seq=0,
+        owner_sub="alice",
     )
 
 

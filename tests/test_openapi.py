@@ -54,11 +54,20 @@ def test_every_operation_has_a_tag(spec: dict[str, Any]) -> None:
 def test_design_routes_are_documented(spec: dict[str, Any]) -> None:
     documented = {(m, p) for m, p, _ in operations(spec)}
     for route in [
-        ("POST", "/agents"), ("GET", "/agents"), ("GET", "/agents/{agent_id}"), ("PATCH", "/agents/{agent_id}"),
-        ("DELETE", "/agents/{agent_id}"), ("GET", "/agents/{agent_id}/versions"),
-        ("GET", "/agents/{agent_id}/versions/{version}"), ("POST", "/sessions"), ("GET", "/sessions"),
-        ("GET", "/sessions/{session_id}"), ("DELETE", "/sessions/{session_id}"),
-        ("GET", "/sessions/{session_id}/messages"), ("GET", "/healthz"), ("GET", "/readyz"),
+        ("POST", "/agents"),
+        ("GET", "/agents"),
+        ("GET", "/agents/{agent_id}"),
+        ("PATCH", "/agents/{agent_id}"),
+        ("DELETE", "/agents/{agent_id}"),
+        ("GET", "/agents/{agent_id}/versions"),
+        ("GET", "/agents/{agent_id}/versions/{version}"),
+        ("POST", "/sessions"),
+        ("GET", "/sessions"),
+        ("GET", "/sessions/{session_id}"),
+        ("DELETE", "/sessions/{session_id}"),
+        ("GET", "/sessions/{session_id}/messages"),
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
     ]:
         assert route in documented, route
 
@@ -79,9 +88,7 @@ def test_error_responses_are_problem_json_only(spec: dict[str, Any]) -> None:
 
 
 def test_authenticated_operations_document_401(spec: dict[str, Any]) -> None:
-    missing = [
-        _label(m, p) for m, p, op in operations(spec) if op.get("security") and "401" not in op["responses"]
-    ]
+    missing = [_label(m, p) for m, p, op in operations(spec) if op.get("security") and "401" not in op["responses"]]
     assert missing == []
 
 
@@ -110,8 +117,10 @@ def test_operations_on_a_resource_id_document_404(spec: dict[str, Any]) -> None:
     missing = [
         _label(m, p)
         for m, p, op in operations(spec)
-        if op.get("security") and any(x.get("in") == "path" for x in op.get("parameters", []))
-        and "404" not in op["responses"] and not (m == "PUT" and "201" in op["responses"])
+        if op.get("security")
+        and any(x.get("in") == "path" for x in op.get("parameters", []))
+        and "404" not in op["responses"]
+        and not (m == "PUT" and "201" in op["responses"])
     ]
     assert missing == []
 

@@ -10,8 +10,12 @@ from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import read_turn
 
 GATED = scripted_config(
-    {"tool_calls": [{"name": "echo", "arguments": {"text": "A"}},
-                    {"name": "calculator", "arguments": {"expression": "6*7"}}]},
+    {
+        "tool_calls": [
+            {"name": "echo", "arguments": {"text": "A"}},
+            {"name": "calculator", "arguments": {"expression": "6*7"}},
+        ]
+    },
     {"text": "done"},
     policies=[{"id": "calc", "point": "tool", "tool": "calculator", "verdict": "requires_approval"}],
 )
@@ -23,13 +27,13 @@ async def test_a_gated_turn_runs_and_resumes_on_sqlite(tmp_path: Path, alice: di
         agent = await create_agent(client, alice, GATED)
         assert datetime.fromisoformat(agent["created_at"]).tzinfo is not None
         session = await create_session(client, alice, agent["id"])
-        first = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"},
-                                headers=alice)
+        first = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=alice)
         assert first[-1].data["status"] == "interrupted"
         approval_id = next(f.data["approval_id"] for f in first if f.event == "approval.required")
     async with running_app(settings) as (_, client):
-        resumed = await read_turn(client, "POST", f"/approvals/{approval_id}", json={"decision": "approve"},
-                                  headers=alice)
+        resumed = await read_turn(
+            client, "POST", f"/approvals/{approval_id}", json={"decision": "approve"}, headers=alice
+        )
         assert [f.data["result"] for f in resumed if f.event == "tool_call.completed"] == ["42"]
         assert resumed[-1].data["status"] == "completed"
         assert resumed[-1].data["final_output"] == "done"

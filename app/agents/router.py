@@ -23,38 +23,32 @@ Service = Annotated[AgentService, Depends(get_service)]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 
 
-@router.post(
-    "", operation_id="createAgent", status_code=status.HTTP_201_CREATED, response_model=schemas.Agent
-)
+@router.post("", operation_id="createAgent", status_code=status.HTTP_201_CREATED, response_model=schemas.Agent)
 async def create_agent(body: schemas.AgentCreate, service: Service, response: Response) -> schemas.Agent:
     agent = await service.create(body)
     response.headers["Location"] = f"/agents/{agent.id}"
     return agent
 
 
-@router.get(
-    "", operation_id="listAgents", response_model=Page[schemas.Agent], responses=problem_responses(400)
-)
+@router.get("", operation_id="listAgents", response_model=Page[schemas.Agent], responses=problem_responses(400))
 async def list_agents(service: Service, limit: Limit = 50, cursor: str | None = None) -> Page[schemas.Agent]:
     return await service.page(limit=limit, cursor=cursor)
 
 
-@router.get(
-    "/{agent_id}", operation_id="getAgent", response_model=schemas.Agent, responses=problem_responses(404)
-)
+@router.get("/{agent_id}", operation_id="getAgent", response_model=schemas.Agent, responses=problem_responses(404))
 async def get_agent(agent_id: uuid.UUID, service: Service) -> schemas.Agent:
     return await service.get(agent_id)
 
 
-@router.patch(
-    "/{agent_id}", operation_id="updateAgent", response_model=schemas.Agent, responses=problem_responses(404)
-)
+@router.patch("/{agent_id}", operation_id="updateAgent", response_model=schemas.Agent, responses=problem_responses(404))
 async def update_agent(agent_id: uuid.UUID, body: schemas.AgentUpdate, service: Service) -> schemas.Agent:
     return await service.update(agent_id, body)
 
 
 @router.delete(
-    "/{agent_id}", operation_id="archiveAgent", status_code=status.HTTP_204_NO_CONTENT,
+    "/{agent_id}",
+    operation_id="archiveAgent",
+    status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404),
 )
 async def archive_agent(agent_id: uuid.UUID, service: Service) -> Response:
@@ -63,7 +57,9 @@ async def archive_agent(agent_id: uuid.UUID, service: Service) -> Response:
 
 
 @router.get(
-    "/{agent_id}/versions", operation_id="listAgentVersions", response_model=Page[schemas.AgentVersion],
+    "/{agent_id}/versions",
+    operation_id="listAgentVersions",
+    response_model=Page[schemas.AgentVersion],
     responses=problem_responses(404),
 )
 async def list_versions(agent_id: uuid.UUID, service: Service) -> Page[schemas.AgentVersion]:
@@ -72,7 +68,9 @@ async def list_versions(agent_id: uuid.UUID, service: Service) -> Page[schemas.A
 
 
 @router.get(
-    "/{agent_id}/versions/{version}", operation_id="getAgentVersion", response_model=schemas.AgentVersion,
+    "/{agent_id}/versions/{version}",
+    operation_id="getAgentVersion",
+    response_model=schemas.AgentVersion,
     responses=problem_responses(404),
 )
 async def get_version(

@@ -16,10 +16,10 @@ from app.core.pagination import page_of
 from app.errors import Conflict, NotFound
 from app.models import Approval, Session, Turn
 from app.models.base import utcnow
-from app.runtime.journal import HumanDecision, TurnRun
 from app.runtime.manager import TurnManager
-from app.runtime.quota import token_quota_of
+from app.runtime.port.journal import HumanDecision, TurnRun
 from app.runtime.resume import human_decision, resume_run
+from app.runtime.store.quota import token_quota_of
 from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
 from app.sessions.service import session_not_open

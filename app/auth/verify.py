@@ -197,10 +197,7 @@ def _is_identifier(value: object) -> TypeGuard[str]:
     """What a tenant or user id may be: stored in every row (`String(128)`) and written to logs:
     printable (no NUL, no control characters, no lone surrogates), not blank, at most 128 characters."""
     return (
-        isinstance(value, str)
-        and 0 < len(value) <= MAX_IDENTITY_CHARS
-        and not value.isspace()
-        and value.isprintable()
+        isinstance(value, str) and 0 < len(value) <= MAX_IDENTITY_CHARS and not value.isspace() and value.isprintable()
     )
 
 

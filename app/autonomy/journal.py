@@ -9,8 +9,8 @@ from typing import Any
 from app.context.compaction import StoredSummary
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity, TurnJournal
+from app.runtime.port.events import EventBody
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity, TurnJournal
 from app.tools.base import ToolResult
 
 

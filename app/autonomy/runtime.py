@@ -25,8 +25,8 @@ from app.autonomy.tools import PlanTools
 from app.governance.budget import Budget, Spent, exceeded, spent_reason
 from app.graph.governed_call import CallGovernance, Refused, Unanswered, governed_call
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse
-from app.runtime.events import PlanCreated, PlanStepCompleted, PlanStepStarted, PlanTodo
-from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.port.events import PlanCreated, PlanStepCompleted, PlanStepStarted, PlanTodo
+from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 
 SUMMARY_INSTRUCTION = "Every step of the plan has run. Write the closing summary of what was done for the user."
 STEP_STATUS = {"completed": "done"}

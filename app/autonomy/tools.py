@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.autonomy.plan import Plan, Step
 from app.providers.base import ToolCall, ToolSpec
-from app.runtime.events import PlanCreated, PlanStepCompleted, PlanTodo
-from app.runtime.journal import TurnJournal
+from app.runtime.port.events import PlanCreated, PlanStepCompleted, PlanTodo
+from app.runtime.port.journal import TurnJournal
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 

@@ -18,8 +18,8 @@ from typing import Any
 from app.claude_sdk.turn import SdkTurn
 from app.governance.policy import arguments_hash
 from app.providers.base import ToolCall
-from app.runtime.events import ToolCallCompleted, ToolCallRequested
-from app.runtime.journal import Continued, HumanDecision
+from app.runtime.port.events import ToolCallCompleted, ToolCallRequested
+from app.runtime.port.journal import Continued, HumanDecision
 from app.tools.base import ToolResult
 
 LOST_NATIVE = (

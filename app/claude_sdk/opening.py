@@ -28,7 +28,7 @@ from app.claude_sdk.options import SessionFolders
 from app.claude_sdk.transcript import MAX_ATTEMPTS, prompt_uuid
 from app.claude_sdk.turn import SdkTurn
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.journal import Continued, Progress, TurnRun
+from app.runtime.port.journal import Continued, Progress, TurnRun
 from app.tools.base import ToolResult
 
 LOST_CODE = "server_restarted"

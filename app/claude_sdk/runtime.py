@@ -35,7 +35,7 @@ from app.claude_sdk.surface import ToolSurface, claude_tools
 from app.claude_sdk.turn import SdkTurn
 from app.providers.base import ProviderError
 from app.providers.registry import EndpointResolver
-from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
+from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnServices
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
 log = logging.getLogger(__name__)

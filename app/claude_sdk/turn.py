@@ -33,7 +33,7 @@ from app.governance.policy import Decision, arguments_hash
 from app.providers import telemetry
 from app.providers.base import ChatMessage, ModelResponse, ToolCall
 from app.providers.context_windows import estimate_tokens
-from app.runtime.events import (
+from app.runtime.port.events import (
     EndStatus,
     EventBody,
     MessageCompleted,
@@ -42,7 +42,7 @@ from app.runtime.events import (
     ToolCallRequested,
     UsageEvent,
 )
-from app.runtime.journal import (
+from app.runtime.port.journal import (
     ApprovalRequest,
     ModelUsage,
     Progress,

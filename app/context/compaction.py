@@ -117,9 +117,7 @@ def window_start(system: str, messages: Sequence[ChatMessage], budget: int, prov
 
 def clip_tool_results(messages: Sequence[ChatMessage], max_tokens: int, provider: str) -> list[ChatMessage]:
     """Tool results over `max_tokens` keep their head and tail with a mark in between (prompt only)."""
-    return [
-        replace(m, content=clip_text(m.content, max_tokens, provider)) if m.role == "tool" else m for m in messages
-    ]
+    return [replace(m, content=clip_text(m.content, max_tokens, provider)) if m.role == "tool" else m for m in messages]
 
 
 def clip_text(text: str, max_tokens: int, provider: str) -> str:

@@ -71,9 +71,7 @@ class ContextEngineClient:
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout
 
-    async def assemble_context(
-        self, token: str, *, session_id: str, agent_id: str, query: str
-    ) -> AssembledContext:
+    async def assemble_context(self, token: str, *, session_id: str, agent_id: str, query: str) -> AssembledContext:
         body = {"session_id": session_id, "agent_id": agent_id, "query": query}
         data = await self._call("AssembleContext", token, body)
         try:

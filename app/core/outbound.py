@@ -26,9 +26,7 @@ class OutboundBlocked(ValueError):
     (a 422 never repeats its input)."""
 
 
-async def check_outbound_url(
-    url: str, allowed_hosts: Sequence[str], *, resolve: Resolver | None = None
-) -> None:
+async def check_outbound_url(url: str, allowed_hosts: Sequence[str], *, resolve: Resolver | None = None) -> None:
     """Raise `OutboundBlocked` unless `url` is http(s) and reaches only public addresses, or its host
     is in `allowed_hosts` (host names, IP addresses or CIDR networks; `*` allows every host)."""
     try:

@@ -50,7 +50,9 @@ async def put_credential(
 
 
 @router.delete(
-    "/{name}", operation_id="deleteCredential", status_code=status.HTTP_204_NO_CONTENT,
+    "/{name}",
+    operation_id="deleteCredential",
+    status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404),
 )
 async def delete_credential(name: Name, service: Service) -> Response:

@@ -45,7 +45,7 @@ class CredentialView(BaseModel):
     provider: KeyedProvider
     base_url: str | None
     last4: str | None = Field(description="The key's last 4 characters (null for keys under 12 characters).")
-    fingerprint: str = Field(description='`sha256:` + the first 16 hex digits of SHA-256 of the key.')
+    fingerprint: str = Field(description="`sha256:` + the first 16 hex digits of SHA-256 of the key.")
     created_at: datetime
     updated_at: datetime
 
@@ -53,9 +53,7 @@ class CredentialView(BaseModel):
 class CredentialPage(BaseModel):
     items: list[CredentialView]
     next_cursor: str | None = None
-    byok_only: bool = Field(
-        description="When true, turns of this tenant never use the operator's environment keys."
-    )
+    byok_only: bool = Field(description="When true, turns of this tenant never use the operator's environment keys.")
 
 
 class CredentialSettingsUpdate(BaseModel):

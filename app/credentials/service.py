@@ -30,9 +30,7 @@ class CredentialService:
     async def list(self) -> schemas.CredentialPage:
         rows = await self.credentials.all_by_name()
         setting = await self.credentials.setting()
-        return schemas.CredentialPage(
-            items=[_view(row) for row in rows], byok_only=bool(setting and setting.byok_only)
-        )
+        return schemas.CredentialPage(items=[_view(row) for row in rows], byok_only=bool(setting and setting.byok_only))
 
     async def put(self, name: str, body: schemas.CredentialPut) -> tuple[schemas.CredentialView, bool]:
         """Create or replace; True when it was created."""

@@ -10,7 +10,7 @@ from app.agents.config import AgentConfig
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
-from app.runtime.journal import Continued, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
+from app.runtime.port.journal import Continued, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
 from app.tools.toolbox import ToolBox
 
 

@@ -2,7 +2,7 @@
 
 The loop's call (`call_llm`) and an autonomous turn's PLAN and closing summary calls alike. Before
 the call: the budget (app/governance/budget.py) must have room and caps the call's `max_tokens`,
-and the tenant's quota reserves the call's worst case (app/runtime/quota.py). After it: the
+and the tenant's quota reserves the call's worst case (app/runtime/store/quota.py). After it: the
 reservation settles to the real usage, and the reply with its usage is recorded. A call that fails
 or is cancelled midway still records what it cost (the estimated prompt and the streamed text).
 """
@@ -18,8 +18,8 @@ from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reas
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
 from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 from app.providers.telemetry import ModelCall, model_call
-from app.runtime.events import MessageCompleted, MessageDelta, UsageEvent, UsageKind
-from app.runtime.journal import ModelUsage, QuotaGate, QuotaHold, TurnJournal
+from app.runtime.port.events import MessageCompleted, MessageDelta, UsageEvent, UsageKind
+from app.runtime.port.journal import ModelUsage, QuotaGate, QuotaHold, TurnJournal
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,8 @@ from typing import Any
 from app.graph.build import build_graph
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
-from app.runtime.events import ToolCallRequested
-from app.runtime.journal import Progress, TurnJournal, TurnRun, TurnServices
+from app.runtime.port.events import ToolCallRequested
+from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnServices
 
 
 def initial_state(run: TurnRun) -> TurnState:

@@ -7,11 +7,12 @@ from typing import TypedDict
 from app.context.compaction import StoredSummary
 from app.governance.budget import Budget, Spent
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.events import EndStatus
-from app.runtime.journal import Continued, HumanDecision
+from app.runtime.port.events import EndStatus
+from app.runtime.port.journal import Continued, HumanDecision
 from app.tools.base import ToolResult
 
 __all__ = ["HumanDecision", "TurnState"]
+
 
 class TurnState(TypedDict, total=False):
     input: str

@@ -20,9 +20,9 @@ class MemoryItem(IdMixin, TenantMixin, CreatedMixin, Base):
     __tablename__ = "memory_items"
     __table_args__ = (
         UniqueConstraint("tenant_id", "scope", "namespace", "key"),
-        Index(
-            "ix_memory_items_search", text("to_tsvector('simple', search_text)"), postgresql_using="gin"
-        ).ddl_if(dialect="postgresql"),
+        Index("ix_memory_items_search", text("to_tsvector('simple', search_text)"), postgresql_using="gin").ddl_if(
+            dialect="postgresql"
+        ),
     )
 
     scope: Mapped[str] = mapped_column(String(300))

@@ -9,7 +9,7 @@ from app.models.base import Base, UtcDateTime
 
 
 class QuotaLedger(Base):
-    """A tenant's token quota in one period, shared by every replica (app/runtime/quota.py).
+    """A tenant's token quota in one period, shared by every replica (app/runtime/store/quota.py).
 
     `used` is settled usage; `reserved` the worst case of model calls still running. A call may
     start only while `used + reserved < quota`, checked and reserved in one statement.

@@ -50,7 +50,7 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     max_output_tokens: Mapped[int] = mapped_column(Integer)
     max_total_tokens: Mapped[int | None] = mapped_column(BigInteger)
     concurrency_slot: Mapped[int | None] = mapped_column(Integer)
-    """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/admission.py)."""
+    """One of the tenant's `max_concurrent_turns` places, held while `running` (app/runtime/store/admission.py)."""
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     seq_ceiling: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """The highest event seq a live run may have shown any client (reserved in blocks with its writes,

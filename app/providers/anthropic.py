@@ -43,6 +43,8 @@ _CODE_BY_ERROR_TYPE = {
     "timeout_error": "provider_timeout",
     "api_error": "provider_error",
 }
+
+
 class AnthropicProvider:
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client

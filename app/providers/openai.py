@@ -139,9 +139,7 @@ def _tool_call(partial: _PartialCall, index: int, names: ToolNames, *, truncated
     except ValueError:
         if truncated:
             return None
-        raise ProviderError(
-            "provider_error", f"tool call {partial.name!r} came with invalid JSON arguments"
-        ) from None
+        raise ProviderError("provider_error", f"tool call {partial.name!r} came with invalid JSON arguments") from None
     if not isinstance(arguments, dict):
         raise ProviderError("provider_error", f"tool call {partial.name!r} arguments are not an object")
     if not partial.name:

@@ -23,13 +23,13 @@ from app.core.sql import Query, Sql, bare
 from app.models import Approval, Message, PolicyDecision, TurnEvent, Usage
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
-from app.runtime.admission import Admission
-from app.runtime.events import ContinueReason
-from app.runtime.journal import Continued, HumanDecision, TurnIdentity, TurnRun, event_key
 from app.runtime.lease import Orphan
-from app.runtime.quota import token_quota_of
+from app.runtime.port.events import ContinueReason
+from app.runtime.port.journal import Continued, HumanDecision, TurnIdentity, TurnRun, event_key
 from app.runtime.resume import human_decision
-from app.runtime.store import RUN_COLUMNS, TURNS, TurnStore, chat_message
+from app.runtime.store.admission import Admission
+from app.runtime.store.quota import token_quota_of
+from app.runtime.store.turns import RUN_COLUMNS, TURNS, TurnStore, chat_message
 from app.runtime.stream import SEQ_BLOCK
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")

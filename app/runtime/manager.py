@@ -21,17 +21,17 @@ from app.core.sql import Sql
 from app.errors import ServiceUnavailable
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
-from app.runtime.admission import Admission
 from app.runtime.continuation import Claimed, claim, continued_run
-from app.runtime.events import EndStatus
-from app.runtime.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.lease import LEASE_SECONDS, QUEUE_SWEEP_EVERY, Orphan, RunnerLease
-from app.runtime.notify import EventListener, request_cancel
-from app.runtime.queue import TurnQueue
-from app.runtime.quota import LedgerQuota, token_quota_of
+from app.runtime.port.events import EndStatus
+from app.runtime.port.journal import Progress, TurnIdentity, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.recorder import TurnRecorder
 from app.runtime.runner import HAND_OVER, execute
-from app.runtime.store import TurnStore, end_unowned_turn
+from app.runtime.store.admission import Admission
+from app.runtime.store.notify import EventListener, request_cancel
+from app.runtime.store.queue import TurnQueue
+from app.runtime.store.quota import LedgerQuota, token_quota_of
+from app.runtime.store.turns import TurnStore, end_unowned_turn
 from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.toolbox import LocalTools, ToolBox

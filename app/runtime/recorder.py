@@ -1,7 +1,7 @@
 """`TurnRecorder`: the engine's `TurnJournal`, over the turn's event stream and the turn store.
 
 Staged records go to the turn's batched writer (app/runtime/stream.py) in the order they are
-recorded; immediate ones are single statements of the store (app/runtime/store.py).
+recorded; immediate ones are single statements of the store (app/runtime/store/turns.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from app.context.compaction import StoredSummary
 from app.core.metrics import POLICY_DECISIONS
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime import summary_store
-from app.runtime.batch import LEDGER
-from app.runtime.events import ApprovalRequired, EventBody, PolicyDecisionEvent, UsageEvent
-from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
-from app.runtime.quota import QUOTA_LEDGER, settle_row
-from app.runtime.store import (
+from app.runtime.port.events import ApprovalRequired, EventBody, PolicyDecisionEvent, UsageEvent
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
+from app.runtime.store import summaries
+from app.runtime.store.batch import LEDGER
+from app.runtime.store.quota import QUOTA_LEDGER, settle_row
+from app.runtime.store.turns import (
     DECISIONS,
     MESSAGES,
     USAGE,
@@ -105,11 +105,11 @@ class TurnRecorder:
         self._stream.stage(USAGE, usage_row(self._ident, usage))
 
     async def latest_summary(self) -> StoredSummary | None:
-        return await summary_store.latest_summary(self._store.sql, self._ident.tenant_id, self._ident.session_id)
+        return await summaries.latest_summary(self._store.sql, self._ident.tenant_id, self._ident.session_id)
 
     async def save_summary(self, summary: StoredSummary, *, tokens: int) -> None:
         await self._stream.flush()
-        await summary_store.save_summary(self._store.sql, self._ident, summary, tokens=tokens)
+        await summaries.save_summary(self._store.sql, self._ident, summary, tokens=tokens)
 
     async def checkpoint(self) -> None:
         await self._stream.flush()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 from app.models import Approval, Session, Turn
-from app.runtime.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
-from app.runtime.store import TurnStore
+from app.runtime.port.journal import HumanDecision, TokenQuota, TurnIdentity, TurnRun
+from app.runtime.store.turns import TurnStore
 
 
 def human_decision(approval: Approval) -> HumanDecision:
@@ -57,4 +57,3 @@ async def resume_run(
         max_steps=turn.max_steps or 0,
         plan_events=await store.plan_events(turn.tenant_id, turn.id) if turn.mode == "autonomous" else [],
     )
-

@@ -13,9 +13,9 @@ from app.core import tracing
 from app.core.logs import bind, get_logger
 from app.core.metrics import TURNS_ENDED
 from app.models.base import utcnow
-from app.runtime.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
-from app.runtime.journal import CountsItsLoops, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
-from app.runtime.store import TurnStore, release_turn, settle_turn
+from app.runtime.port.events import EndStatus, TurnEnded, TurnResumed, TurnStarted
+from app.runtime.port.journal import CountsItsLoops, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.store.turns import TurnStore, release_turn, settle_turn
 from app.runtime.stream import ABANDON, TurnStream
 
 log = logging.getLogger(__name__)

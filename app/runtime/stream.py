@@ -7,11 +7,11 @@ one database round trip per token.
 Event ids are reserved before they are shown. A follower only ever gets frames up to the turn's
 *durable bound*: the highest seq either stored or below the turn's stored `seq_ceiling`. The
 ceiling is raised `SEQ_BLOCK` ids at a time by the writes the turn makes anyway (the raise rides
-in the flush's statement, app/runtime/batch.py), asked for half a block ahead; a stream that
+in the flush's statement, app/runtime/store/batch.py), asked for half a block ahead; a stream that
 reaches its bound asks for a write at once. So if the process dies, a run that continues the turn
 numbers its events above the ceiling and no client ever sees one id for two different events.
 
-Every write is fenced by its run (`Fence`, app/runtime/batch.py): once another replica has claimed
+Every write is fenced by its run (`Fence`, app/runtime/store/batch.py): once another replica has claimed
 the turn (it took this one for dead), a write stores nothing of it and says so; the run then stops
 where it is (`TakenOver`), writing nothing more, and its followers are told to reconnect.
 """
@@ -31,8 +31,8 @@ from sqlalchemy import Table
 from app.core.sql import Sql
 from app.core.sse import encode_frame, retry_frame
 from app.models.base import utcnow
-from app.runtime.batch import CEILINGS, EVENTS, Fence, Settle, StagedRow, Written, ceiling_row, write_rows
-from app.runtime.events import EventBody, TurnEnded, stamp
+from app.runtime.port.events import EventBody, TurnEnded, stamp
+from app.runtime.store.batch import CEILINGS, EVENTS, Fence, Settle, StagedRow, Written, ceiling_row, write_rows
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2
@@ -127,7 +127,7 @@ class BatchFlusher:
 class TurnWriter:
     """Rows a turn produces (events, messages, usage, receipts), written together in batches.
 
-    Each write is one statement on PostgreSQL (app/runtime/batch.py), a transaction elsewhere. Writes run
+    Each write is one statement on PostgreSQL (app/runtime/store/batch.py), a transaction elsewhere. Writes run
     one at a time under a lock and take rows in the order they were staged, so message ids keep
     conversation order. Between explicit writes, the `BatchFlusher` (shared by the turns of a process)
     writes what was staged.

@@ -18,9 +18,7 @@ class SessionRepository(TenantRepository[Session]):
     def visible(self, principal: Principal) -> Select[tuple[Session]]:
         return self.owned(principal.owner_filter)
 
-    async def get(
-        self, principal: Principal, session_id: uuid.UUID, *, for_update: bool = False
-    ) -> Session | None:
+    async def get(self, principal: Principal, session_id: uuid.UUID, *, for_update: bool = False) -> Session | None:
         stmt = self.visible(principal).where(Session.id == session_id)
         return await self.first(stmt.with_for_update() if for_update else stmt)
 

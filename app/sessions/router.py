@@ -43,9 +43,7 @@ async def create_session(
     return session
 
 
-@router.get(
-    "", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400)
-)
+@router.get("", operation_id="listSessions", response_model=Page[schemas.Session], responses=problem_responses(400))
 async def list_sessions(
     service: Service, agent_id: uuid.UUID | None = None, limit: Limit = 50, cursor: str | None = None
 ) -> Page[schemas.Session]:
@@ -63,7 +61,9 @@ async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Sessio
 
 
 @router.get(
-    "/{session_id}/messages", operation_id="listSessionMessages", response_model=schemas.MessagePage,
+    "/{session_id}/messages",
+    operation_id="listSessionMessages",
+    response_model=schemas.MessagePage,
     responses=problem_responses(400, 404),
 )
 async def list_messages(

@@ -16,9 +16,9 @@ from app.core.pagination import Page, page_of
 from app.errors import BadRequest, Conflict, NotFound
 from app.models import Session
 from app.models.base import utcnow
-from app.runtime.session_store import create_pinned, get_or_create_pinned
 from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SessionRepository
+from app.sessions.store import create_pinned, get_or_create_pinned
 
 
 async def new_session(
@@ -81,9 +81,7 @@ class SessionService:
             raise NotFound(f"Session {session_id} not found")
         return session
 
-    async def page(
-        self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None
-    ) -> Page[schemas.Session]:
+    async def page(self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None) -> Page[schemas.Session]:
         rows = await self.sessions.page(self.principal, agent_id=agent_id, limit=limit, cursor=cursor)
         items, next_cursor = page_of(rows, limit)
         return Page(items=[schemas.Session.model_validate(s) for s in items], next_cursor=next_cursor)
@@ -96,9 +94,7 @@ class SessionService:
         session.closed_at = utcnow()
         await self.db.flush()
 
-    async def messages_page(
-        self, session_id: uuid.UUID, *, limit: int, cursor: str | None
-    ) -> schemas.MessagePage:
+    async def messages_page(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.MessagePage:
         await self.get(session_id)
         after = _after(cursor)
         rows = await self.messages.page(session_id, after=after, limit=limit)

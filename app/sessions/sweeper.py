@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.models.base import utcnow
-from app.runtime.events import EndStatus
+from app.runtime.port.events import EndStatus
 from app.sessions import lifecycle
 from app.sessions.lifecycle import SESSION_EXPIRED, TurnKey
 from app.settings import LifecycleSettings

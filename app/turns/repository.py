@@ -11,7 +11,7 @@ from app.core.pagination import paginate
 from app.core.repository import TenantRepository
 from app.models import ACTIVE_STATUSES, Approval, Message, Turn, TurnEvent
 from app.models.base import utcnow
-from app.runtime.events import PLAN_EVENTS_LIKE
+from app.runtime.port.events import PLAN_EVENTS_LIKE
 from app.runtime.stream import SEQ_BLOCK
 
 
@@ -33,7 +33,7 @@ class TurnRepository(TenantRepository[Turn]):
         claimed = await self.session.execute(
             update(Turn)
             .where(Turn.tenant_id == self.tenant_id, Turn.id == turn_id, Turn.status == "interrupted")
-            .values(  # a resume is never refused for concurrency: it holds no slot (app/runtime/admission.py)
+            .values(  # a resume is never refused for concurrency: it holds no slot (app/runtime/store/admission.py)
                 status="running",
                 resumed_by=approval_id,
                 runner_id=runner_id,

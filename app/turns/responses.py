@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.core.negotiation import negotiate
 from app.core.sse import SSE_MEDIA_TYPE
 from app.deps import ContainerDep, CurrentPrincipal, TurnEventsPrincipal
-from app.runtime.events import SSE_RESPONSE
+from app.runtime.port.events import SSE_RESPONSE
 from app.turns.schemas import Turn
 from app.turns.service import TurnService
 

@@ -10,7 +10,7 @@ from app.core.bounds import INT32_MAX
 from app.core.pagination import MAX_LIMIT
 from app.core.problems import problem_responses
 from app.core.sse import EventStreamResponse, event_stream_response
-from app.runtime.events import SSE_RESPONSE
+from app.runtime.port.events import SSE_RESPONSE
 from app.turns import schemas
 from app.turns.responses import (
     ACCEPTED_RESPONSE,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from app.runtime.events import ErrorInfo, TurnStatus, Usage
+from app.runtime.port.events import ErrorInfo, TurnStatus, Usage
 
 __all__ = ["ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
 

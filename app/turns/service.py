@@ -24,12 +24,12 @@ from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
-from app.runtime.admission import Admission, NoFreeSlot, too_many_turns
-from app.runtime.journal import TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
-from app.runtime.queue import QueueFull
-from app.runtime.quota import token_quota_of
-from app.runtime.store import message_row
+from app.runtime.port.journal import TurnIdentity, TurnRun
+from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
+from app.runtime.store.queue import QueueFull
+from app.runtime.store.quota import token_quota_of
+from app.runtime.store.turns import message_row
 from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
 from app.sessions.service import SessionService, session_not_open
 from app.turns import schemas

@@ -59,9 +59,7 @@ async def test_wrong_types_are_422(client: httpx.AsyncClient, alice: dict[str, s
 
 
 async def test_malformed_json_is_422_problem(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
-    response = await client.post(
-        "/agents", content=b"{not json", headers=alice | {"content-type": "application/json"}
-    )
+    response = await client.post("/agents", content=b"{not json", headers=alice | {"content-type": "application/json"})
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
 

@@ -57,9 +57,7 @@ async def test_patching_one_field_keeps_tools_and_policies(client: httpx.AsyncCl
 
 async def test_nested_members_merge_and_null_removes(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     agent = await create_agent(client, alice, scripted_config(policies=[POLICY]))
-    response = await _patch(
-        client, alice, agent["id"], {"config": {"limits": {"max_loops": 3}, "policies": None}}
-    )
+    response = await _patch(client, alice, agent["id"], {"config": {"limits": {"max_loops": 3}, "policies": None}})
     assert response.status_code == 200, response.text
     config = response.json()["config"]
     assert config["limits"] == {"max_loops": 3}  # unset limits are not stored: defaults and ceilings apply per turn

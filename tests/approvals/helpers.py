@@ -89,8 +89,14 @@ async def decide(
 
 async def ledger(sql: AsyncEngine, turn: str) -> list[Row[Any]]:
     stmt = (
-        select(ToolExecution.id, ToolExecution.tool_call_id, ToolExecution.arguments, ToolExecution.result,
-               ToolExecution.is_error, ToolExecution.created_at)
+        select(
+            ToolExecution.id,
+            ToolExecution.tool_call_id,
+            ToolExecution.arguments,
+            ToolExecution.result,
+            ToolExecution.is_error,
+            ToolExecution.created_at,
+        )
         .where(ToolExecution.turn_id == uuid.UUID(turn))
         .order_by(ToolExecution.created_at, ToolExecution.tool_call_id)
     )
@@ -100,8 +106,13 @@ async def ledger(sql: AsyncEngine, turn: str) -> list[Row[Any]]:
 
 async def receipts(sql: AsyncEngine, turn: str) -> list[Row[Any]]:
     stmt = (
-        select(PolicyDecision.point, PolicyDecision.tool_call_id, PolicyDecision.verdict, PolicyDecision.rule_id,
-               PolicyDecision.policy_hash)
+        select(
+            PolicyDecision.point,
+            PolicyDecision.tool_call_id,
+            PolicyDecision.verdict,
+            PolicyDecision.rule_id,
+            PolicyDecision.policy_hash,
+        )
         .where(PolicyDecision.turn_id == uuid.UUID(turn))
         .order_by(PolicyDecision.created_at, PolicyDecision.id)
     )
@@ -124,7 +135,12 @@ async def put_raw_tenant_policies(sql: AsyncEngine, tenant: str, policies: list[
     async with sql.begin() as conn:
         await conn.execute(
             insert(TenantPolicy).values(
-                id=uuid.uuid4(), tenant_id=tenant, version=version, policies=policies,
-                policy_hash="0" * 64, created_by="test", created_at=utcnow(),
+                id=uuid.uuid4(),
+                tenant_id=tenant,
+                version=version,
+                policies=policies,
+                policy_hash="0" * 64,
+                created_by="test",
+                created_at=utcnow(),
             )
         )

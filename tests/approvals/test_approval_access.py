@@ -124,9 +124,7 @@ async def test_list_filters_by_status_and_session(client: httpx.AsyncClient, ali
 async def test_json_resume_answers_the_completed_turn(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     _, frames = await run_turn(client, alice, gated_config())
     approval_id = approval_ids(frames)[0]
-    response = await client.post(
-        f"/approvals/{approval_id}", json={"decision": "approve"}, headers={**alice, **JSON}
-    )
+    response = await client.post(f"/approvals/{approval_id}", json={"decision": "approve"}, headers={**alice, **JSON})
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/json")
     turn = response.json()
@@ -134,4 +132,3 @@ async def test_json_resume_answers_the_completed_turn(client: httpx.AsyncClient,
     assert turn["status"] == "completed"
     assert turn["final_output"] == "all done"
     assert turn["resumed_by"] == approval_id
-

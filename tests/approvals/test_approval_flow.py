@@ -16,8 +16,13 @@ BATCH = {
         {"name": "echo", "arguments": {"text": "C"}},
     ]
 }
-GATE_CALCULATOR = {"id": "calc-needs-human", "point": "tool", "tool": "calculator", "verdict": "requires_approval",
-                   "reason": "arithmetic needs a human"}
+GATE_CALCULATOR = {
+    "id": "calc-needs-human",
+    "point": "tool",
+    "tool": "calculator",
+    "verdict": "requires_approval",
+    "reason": "arithmetic needs a human",
+}
 
 
 def gated_config(**extra: Any) -> dict[str, Any]:
@@ -61,7 +66,10 @@ async def test_decision_after_restart_resumes_at_the_gated_call(
     turn_id = frames[0].data["turn_id"]
     async with running_app(settings) as (_, client):
         resumed = await read_turn(
-            client, "POST", f"/approvals/{approval_id}", json={"decision": decision, "reason": "not today"},
+            client,
+            "POST",
+            f"/approvals/{approval_id}",
+            json={"decision": decision, "reason": "not today"},
             headers=alice,
         )
         assert resumed[0].event == "turn.started"

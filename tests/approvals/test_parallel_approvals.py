@@ -106,9 +106,7 @@ async def test_batch_with_an_already_decided_approval_records_nothing(
     assert await status_of(client, alice, first) == "approved"
 
 
-async def test_batch_with_an_unknown_approval_records_nothing(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_batch_with_an_unknown_approval_records_nothing(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     frames = await two_gated(client, alice)
     first, _ = approval_ids(frames)
     response = await decide_many(

@@ -385,8 +385,16 @@ async def test_missing_audience_is_401_in_jwks_mode(
     payload = idp_claims()
     del payload["aud"]
     # python-jose on its own lets this through even though an audience is configured
-    assert jwt.decode(rsa_signer.sign(payload), rsa_signer.public_pem.decode(), algorithms=["RS256"],
-                      audience=AUDIENCE, issuer=ISSUER)["sub"] == "alice"
+    assert (
+        jwt.decode(
+            rsa_signer.sign(payload),
+            rsa_signer.public_pem.decode(),
+            algorithms=["RS256"],
+            audience=AUDIENCE,
+            issuer=ISSUER,
+        )["sub"]
+        == "alice"
+    )
     with pytest.raises(Unauthorized):
         await jwks_verifier(http).verify(rsa_signer.sign(payload))
 
@@ -490,10 +498,12 @@ async def test_unknown_kids_in_a_burst_do_not_hammer_the_key_server(
 async def test_rotated_in_key_is_found_by_one_refetch(http: httpx.AsyncClient, rsa_signer: Signer) -> None:
     rotated = _signer("rsa-2", rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")
     with respx.mock() as mock:
-        route = mock.get(JWKS_URL).mock(side_effect=[
-            httpx.Response(200, json={"keys": [rsa_signer.jwk()]}),
-            httpx.Response(200, json={"keys": [rsa_signer.jwk(), rotated.jwk()]}),
-        ])
+        route = mock.get(JWKS_URL).mock(
+            side_effect=[
+                httpx.Response(200, json={"keys": [rsa_signer.jwk()]}),
+                httpx.Response(200, json={"keys": [rsa_signer.jwk(), rotated.jwk()]}),
+            ]
+        )
         verifier = jwks_verifier(http, min_refetch_interval=0)
         await verifier.verify(rsa_signer.sign(idp_claims()))
         principal = await verifier.verify(rotated.sign(idp_claims()))
@@ -503,10 +513,12 @@ async def test_rotated_in_key_is_found_by_one_refetch(http: httpx.AsyncClient, r
 
 async def test_cached_keys_survive_a_failing_key_server(http: httpx.AsyncClient, rsa_signer: Signer) -> None:
     with respx.mock() as mock:
-        route = mock.get(JWKS_URL).mock(side_effect=[
-            httpx.Response(200, json={"keys": [rsa_signer.jwk()]}),
-            httpx.Response(503),
-        ])
+        route = mock.get(JWKS_URL).mock(
+            side_effect=[
+                httpx.Response(200, json={"keys": [rsa_signer.jwk()]}),
+                httpx.Response(503),
+            ]
+        )
         verifier = jwks_verifier(http, ttl=0)  # every verification wants a refresh
         await verifier.verify(rsa_signer.sign(idp_claims()))
         assert (await verifier.verify(rsa_signer.sign(idp_claims()))).sub == "alice"

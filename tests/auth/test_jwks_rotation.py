@@ -13,9 +13,9 @@ from tests.conftest import make_settings, running_app
 
 def _write_ec_key(path: Path) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    path.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ))
+    path.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 async def test_extra_public_keys_from_the_environment_are_published(

@@ -168,9 +168,7 @@ def test_every_mint_has_a_fresh_jti(rsa_pem: bytes, tmp_path: Path) -> None:
     keys = SigningKeys.load_or_create(_write(tmp_path / "k.pem", rsa_pem), tmp_path)
 
     jtis = {
-        jwt.get_unverified_claims(
-            keys.mint(audience="a", claims={}, ttl_seconds=60, issuer=ISSUER, now=5.0)[0]
-        )["jti"]
+        jwt.get_unverified_claims(keys.mint(audience="a", claims={}, ttl_seconds=60, issuer=ISSUER, now=5.0)[0])["jti"]
         for _ in range(5)
     }
 
@@ -219,9 +217,7 @@ def test_es256_key_file_signs_verifiable_tokens(ec_pem: bytes, tmp_path: Path) -
     assert _verify(keys, token, "mcp-gateway")["aud"] == "mcp-gateway"
 
 
-def test_rotation_keeps_tokens_of_the_old_key_verifiable(
-    rsa_pem: bytes, ec_pem: bytes, tmp_path: Path
-) -> None:
+def test_rotation_keeps_tokens_of_the_old_key_verifiable(rsa_pem: bytes, ec_pem: bytes, tmp_path: Path) -> None:
     old_file = _write(tmp_path / "old.pem", rsa_pem)
     old = SigningKeys.load_or_create(old_file, tmp_path)
     old_token, _ = old.mint(audience="context-engine", claims={}, ttl_seconds=300, issuer=ISSUER)

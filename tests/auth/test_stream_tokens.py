@@ -125,11 +125,14 @@ async def test_a_stale_or_foreign_token_is_refused_on_the_events_route(
     now = time.time()
     token = {
         "expired": lambda: container.signing.mint(  # type: ignore[union-attr]
-            audience=STREAM_AUDIENCE, claims=claims, ttl_seconds=30, issuer=issuer, now=now - 120)[0],
+            audience=STREAM_AUDIENCE, claims=claims, ttl_seconds=30, issuer=issuer, now=now - 120
+        )[0],
         "audience": lambda: container.signing.mint(  # type: ignore[union-attr]
-            audience="context-engine", claims=claims, ttl_seconds=30, issuer=issuer)[0],
+            audience="context-engine", claims=claims, ttl_seconds=30, issuer=issuer
+        )[0],
         "too_long": lambda: container.signing.mint(  # type: ignore[union-attr]
-            audience=STREAM_AUDIENCE, claims=claims, ttl_seconds=300, issuer=issuer)[0],
+            audience=STREAM_AUDIENCE, claims=claims, ttl_seconds=300, issuer=issuer
+        )[0],
         "garbage": lambda: "not.a.token",
         "user_token": lambda: alice["Authorization"].removeprefix("Bearer "),
     }[change]()

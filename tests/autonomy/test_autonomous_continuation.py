@@ -16,7 +16,7 @@ from app.governance.policy import PolicySet
 from app.graph.runtime import LangGraphRuntime
 from app.providers.base import ChatMessage
 from app.providers.scripted import ScriptedProvider
-from app.runtime.journal import Continued, Progress, TurnRun, TurnServices
+from app.runtime.port.journal import Continued, Progress, TurnRun, TurnServices
 from app.tools.toolbox import ToolBox
 from tests.autonomy.support import echo, plan
 from tests.graph.memory import FixedGovernance, MemoryJournal

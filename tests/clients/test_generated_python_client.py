@@ -28,8 +28,15 @@ PACKAGE = "agent_runtime_client"
 CONFIG = scripted_config(
     {"text": "Let me work it out.", "tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
     {"text": "It is 42."},
-    policies=[{"id": "gate", "point": "tool", "tool": "calculator", "verdict": "requires_approval",
-               "reason": "arithmetic needs a human"}],
+    policies=[
+        {
+            "id": "gate",
+            "point": "tool",
+            "tool": "calculator",
+            "verdict": "requires_approval",
+            "reason": "arithmetic needs a human",
+        }
+    ],
 )
 
 
@@ -40,9 +47,23 @@ def generated(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> I
     (folder / "config.yml").write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n")
     generator = Path(sys.executable).with_name("openapi-python-client")
     done = subprocess.run(
-        [str(generator), "generate", "--path", "openapi.json", "--config", "config.yml",
-         "--output-path", PACKAGE, "--meta", "none"],
-        cwd=folder, capture_output=True, text=True, timeout=120, check=False,
+        [
+            str(generator),
+            "generate",
+            "--path",
+            "openapi.json",
+            "--config",
+            "config.yml",
+            "--output-path",
+            PACKAGE,
+            "--meta",
+            "none",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -97,7 +118,8 @@ async def test_generated_client_round_trips_every_resource(
             assert read.version == 1
 
             patched = await ops["update_agent"].asyncio(
-                agent.id, client=client,
+                agent.id,
+                client=client,
                 body=models.AgentUpdate.from_dict({"config": {"system_prompt": "Be brief."}}),
             )
             assert isinstance(patched, models.Agent)
@@ -116,7 +138,9 @@ async def test_generated_client_round_trips_every_resource(
             assert isinstance(session.snapshot, models.AgentConfig)
 
             turn = await ops["create_turn"].asyncio(
-                session.id, client=client, body=models.TurnCreate.from_dict({"input": "what is 6 times 7?"}),
+                session.id,
+                client=client,
+                body=models.TurnCreate.from_dict({"input": "what is 6 times 7?"}),
                 accept=models.CreateTurnAccept("application/json"),
             )
             assert isinstance(turn, models.Turn), turn
@@ -129,7 +153,9 @@ async def test_generated_client_round_trips_every_resource(
             assert approval.reason == "arithmetic needs a human"
 
             resumed = await ops["decide_approval"].asyncio(
-                approval.id, client=client, body=models.ApprovalDecision.from_dict({"decision": "approve"}),
+                approval.id,
+                client=client,
+                body=models.ApprovalDecision.from_dict({"decision": "approve"}),
                 accept=models.DecideApprovalAccept("application/json"),
             )
             assert isinstance(resumed, models.Turn), resumed

@@ -79,16 +79,12 @@ async def test_validate_prompt_sends_the_guardrail_hashes(engine: ContextEngineC
         json={"valid": False, "violations": [{"code": "tampered", "message": "hash mismatch"}]}
     )
 
-    validation = await engine.validate_prompt(
-        TOKEN, session_id="s-1", guardrail_hashes=["h1", "h2"], prompt="p"
-    )
+    validation = await engine.validate_prompt(TOKEN, session_id="s-1", guardrail_hashes=["h1", "h2"], prompt="p")
 
     request, body = _sent(route)
     _assert_connect_headers(request)
     assert body == {"session_id": "s-1", "guardrail_hashes": ["h1", "h2"], "prompt": "p"}
-    assert validation == PromptValidation(
-        valid=False, violations=[{"code": "tampered", "message": "hash mismatch"}]
-    )
+    assert validation == PromptValidation(valid=False, violations=[{"code": "tampered", "message": "hash mismatch"}])
 
 
 @respx.mock
@@ -143,9 +139,7 @@ async def test_gateway_statuses_mean_unavailable(engine: ContextEngineClient) ->
     respx.post(f"{SERVICE}/IngestEvent").respond(503, json={"code": "unavailable", "message": "draining"})
 
     with pytest.raises(ContextEngineUnavailable) as caught:
-        await engine.ingest_event(
-            TOKEN, session_id="s", turn_id="t", loop=0, event={"kind": "assistant_message"}
-        )
+        await engine.ingest_event(TOKEN, session_id="s", turn_id="t", loop=0, event={"kind": "assistant_message"})
 
     assert (caught.value.status, caught.value.code) == (503, "unavailable")
 

@@ -28,8 +28,10 @@ from tests.sse import Frame, read_turn
 WINDOW = 1024
 TRIGGER = 512
 SYSTEM = "You are a research assistant."
-LOOKUP = {"text": "Let me look that up.",
-          "tool_calls": [{"name": "echo", "arguments": {"text": " ".join(f"fact{i}" for i in range(30))}}]}
+LOOKUP = {
+    "text": "Let me look that up.",
+    "tool_calls": [{"name": "echo", "arguments": {"text": " ".join(f"fact{i}" for i in range(30))}}],
+}
 ANSWER = {"text": "Here is what I found: " + " ".join(f"finding{i}" for i in range(20))}
 """The script is LOOKUP, LOOKUP, ANSWER: up to two tool rounds a turn. Summarisation calls take their
 script step in turn too, which shifts the cycle but always reaches an answer within three calls."""

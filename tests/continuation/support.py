@@ -238,9 +238,7 @@ def comparable(frames: list[Frame]) -> list[tuple[str, dict[str, Any]]]:
     """The frames as two runs of one script must agree on them: without ids, `turn.resumed` and the
     text deltas (a model call cut by the crash is made again, so its deltas come twice)."""
     skipped = {"turn.resumed", "message.delta"}
-    return [
-        (f.event, {k: v for k, v in f.data.items() if k not in IDS}) for f in frames if f.event not in skipped
-    ]
+    return [(f.event, {k: v for k, v in f.data.items() if k not in IDS}) for f in frames if f.event not in skipped]
 
 
 def one_ending(frames: list[Frame]) -> dict[str, Any]:

@@ -36,12 +36,14 @@ async def test_a_drained_replica_finishes_what_it_can_and_hands_the_rest_to_the_
     replicas: list[LiveServer], clients: list[httpx.AsyncClient], alice: dict[str, str]
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
-    long_turns = [start_turn(on_a, alice, await slow_session(on_a, alice, text=LONG, delay_ms=DELAY_MS))
-                  for _ in range(2)]
+    long_turns = [
+        start_turn(on_a, alice, await slow_session(on_a, alice, text=LONG, delay_ms=DELAY_MS)) for _ in range(2)
+    ]
     for follower in long_turns:
         await follower.until(deltas(2), "a long turn streaming on A")
-    short_turns = [start_turn(on_a, alice, await slow_session(on_a, alice, text=SHORT, delay_ms=DELAY_MS))
-                   for _ in range(2)]
+    short_turns = [
+        start_turn(on_a, alice, await slow_session(on_a, alice, text=SHORT, delay_ms=DELAY_MS)) for _ in range(2)
+    ]
     for follower in short_turns:
         await follower.until(deltas(1), "a short turn streaming on A")
     refused_session = await slow_session(on_a, alice, text=SHORT)

@@ -194,8 +194,11 @@ async def test_the_reconnected_client_sees_the_stream_of_a_run_without_the_crash
     kill_point: str,
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
-    steps = [{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}, batch("held"),
-             {"text": WORDS}]
+    steps = [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]},
+        batch("held"),
+        {"text": WORDS},
+    ]
     session = await gateway_session(on_a, alice, *steps, delay_ms=DELAY_MS)
     out = Out(gateway, "held", key_of(session, 1, "call_1_0")) if kill_point == "tool call out" else None
     follower = start_turn(on_a, alice, session)

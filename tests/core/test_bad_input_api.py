@@ -66,8 +66,10 @@ def agent_fields(poison: Any) -> list[tuple[dict[str, Any], list[str]]]:
     step = {"text": "hi", "tool_calls": [{"name": "echo", "arguments": {"text": poison}}]}
     policy = {"id": "p", "point": "tool", "tool": "echo", "verdict": "deny", "args": {"text": poison}}
     return [
-        (agent_body(model={"provider": "scripted", "script": [step]}),
-         ["config", "model", "script", "0", "tool_calls", "0", "arguments", "text"]),
+        (
+            agent_body(model={"provider": "scripted", "script": [step]}),
+            ["config", "model", "script", "0", "tool_calls", "0", "arguments", "text"],
+        ),
         (agent_body(policies=[policy]), ["config", "policies", "0", "args", "text"]),
     ]
 
@@ -89,14 +91,22 @@ async def test_any_json_value_in_an_agent_config_is_checked(
         ("description", lambda p: {"name": "a", "description": p, "config": scripted_config()}),
         ("script text", lambda p: agent_body(model={"provider": "scripted", "script": [{"text": p}]})),
         ("system prompt", lambda p: agent_body(system_prompt=p)),
-        ("policy reason", lambda p: agent_body(policies=[{"id": "r", "point": "tool", "tool": "x",
-                                                          "verdict": "deny", "reason": p}])),
-        ("policy regex", lambda p: agent_body(policies=[{"id": "r", "point": "pre_llm", "verdict": "deny",
-                                                         "input_regex": p}])),
+        (
+            "policy reason",
+            lambda p: agent_body(policies=[{"id": "r", "point": "tool", "tool": "x", "verdict": "deny", "reason": p}]),
+        ),
+        (
+            "policy regex",
+            lambda p: agent_body(policies=[{"id": "r", "point": "pre_llm", "verdict": "deny", "input_regex": p}]),
+        ),
     ],
 )
 async def test_strings_of_an_agent_are_checked(
-    client: httpx.AsyncClient, alice: dict[str, str], poison: str, kind: str, field: str,
+    client: httpx.AsyncClient,
+    alice: dict[str, str],
+    poison: str,
+    kind: str,
+    field: str,
     build: Callable[[str], dict[str, Any]],
 ) -> None:
     response = await send(client, "POST", "/agents", build(poison), alice)
@@ -148,11 +158,18 @@ async def test_decisions_with_bad_edited_arguments_or_reasons_leave_the_approval
     _, frames = await run_turn(client, alice, gated_config())
     approval = approval_ids(frames)[0]
     attempts: list[tuple[str, str, Any, list[str]]] = [
-        ("POST", f"/approvals/{approval}", {"decision": "approve", "arguments": {"expression": poison}},
-         ["arguments", "expression"]),
-        ("POST", f"/turns/{turn_id(frames)}/approvals",
-         {"decisions": [{"approval_id": approval, "decision": "approve", "arguments": {"x": poison}}]},
-         ["decisions", "0", "arguments", "x"]),
+        (
+            "POST",
+            f"/approvals/{approval}",
+            {"decision": "approve", "arguments": {"expression": poison}},
+            ["arguments", "expression"],
+        ),
+        (
+            "POST",
+            f"/turns/{turn_id(frames)}/approvals",
+            {"decisions": [{"approval_id": approval, "decision": "approve", "arguments": {"x": poison}}]},
+            ["decisions", "0", "arguments", "x"],
+        ),
     ]
     if isinstance(poison, str):
         attempts.append(("POST", f"/approvals/{approval}", {"decision": "deny", "reason": poison}, ["reason"]))
@@ -216,14 +233,20 @@ async def test_message_cursors_that_are_not_a_stored_id_are_400(
     ("request_", "loc"),
     [
         (lambda s: ("POST", "/agents", agent_body(limits={"max_loops": True})), ["config", "limits", "max_loops"]),
-        (lambda s: ("POST", "/agents", agent_body(limits={"max_output_tokens": 5.0})),
-         ["config", "limits", "max_output_tokens"]),
-        (lambda s: ("POST", f"/sessions/{s}/turns", {"input": "hi", "limits": {"max_loops": True}}),
-         ["limits", "max_loops"]),
+        (
+            lambda s: ("POST", "/agents", agent_body(limits={"max_output_tokens": 5.0})),
+            ["config", "limits", "max_output_tokens"],
+        ),
+        (
+            lambda s: ("POST", f"/sessions/{s}/turns", {"input": "hi", "limits": {"max_loops": True}}),
+            ["limits", "max_loops"],
+        ),
     ],
 )
 async def test_counts_are_strict_integers(
-    client: httpx.AsyncClient, alice: dict[str, str], request_: Callable[[str], tuple[str, str, Any]],
+    client: httpx.AsyncClient,
+    alice: dict[str, str],
+    request_: Callable[[str], tuple[str, str, Any]],
     loc: list[str],
 ) -> None:
     agent = await create_agent(client, alice)
@@ -247,7 +270,6 @@ async def test_a_body_nested_deeper_than_the_parser_allows_is_422(
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["type"] == "too_deeply_nested"
     assert MAX_JSON_DEPTH == 64
-
 
 
 @pytest.mark.parametrize("enabled", [0, 1, "true"])

@@ -69,9 +69,7 @@ async def test_allow_names_every_method_any_route_serves_at_the_path(
     assert response.headers["allow"] == allow
 
 
-async def test_validation_error_lists_the_offending_fields(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_validation_error_lists_the_offending_fields(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     config = scripted_config(limits={"max_loops": 0})
     response = await client.post("/agents", json={"name": "", "config": config, "colour": "red"}, headers=alice)
     body = assert_problem(response, 422)
@@ -145,14 +143,12 @@ async def test_body_under_the_limit_is_processed(small_app: httpx.AsyncClient, a
     assert response.status_code == 201, response.text
 
 
-async def test_chunked_body_under_the_limit_is_processed(
-    small_app: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_chunked_body_under_the_limit_is_processed(small_app: httpx.AsyncClient, alice: dict[str, str]) -> None:
     payload = json.dumps(_agent_body(LIMIT // 2)).encode()
 
     async def chunks() -> AsyncIterator[bytes]:
         for start in range(0, len(payload), 500):
-            yield payload[start:start + 500]
+            yield payload[start : start + 500]
 
     headers = {**alice, "Content-Type": "application/json"}
     response = await small_app.post("/agents", content=chunks(), headers=headers)

@@ -16,12 +16,24 @@ from tests.factories import scripted_config
 
 def _scope(method: str, path: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-    raw += [(b"host", b"testserver"), (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode())]
+    raw += [
+        (b"host", b"testserver"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
     return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-        "headers": raw, "client": ("127.0.0.1", 40000), "server": ("testserver", 80),
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": raw,
+        "client": ("127.0.0.1", 40000),
+        "server": ("testserver", 80),
     }
 
 

@@ -75,9 +75,7 @@ async def test_the_database_holds_only_ciphertext(
     assert row.key_id == app.state.container.secret_box.keyring.current_key_id  # type: ignore[attr-defined]
 
 
-async def test_only_admins_manage_credentials(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_only_admins_manage_credentials(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     assert (await client.get("/credentials", headers=alice)).status_code == 403
     assert (await put(client, alice, "openai", provider="openai", api_key=KEY)).status_code == 403
     assert (await client.delete("/credentials/openai", headers=alice)).status_code == 403

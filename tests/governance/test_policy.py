@@ -27,9 +27,7 @@ from app.governance.policy import (
 
 
 def tool_rule(rule_id: str, tool: str, verdict: str = "deny", **fields: Any) -> PolicyRule:
-    return PolicyRule.model_validate(
-        {"id": rule_id, "point": "tool", "tool": tool, "verdict": verdict, **fields}
-    )
+    return PolicyRule.model_validate({"id": rule_id, "point": "tool", "tool": tool, "verdict": verdict, **fields})
 
 
 def pre_rule(rule_id: str, verdict: str = "deny", **fields: Any) -> PolicyRule:
@@ -54,9 +52,7 @@ def test_tool_first_matching_rule_wins() -> None:
 
     decision = evaluate_tool(policy, "github__create_issue", {})
 
-    assert decision == Decision(
-        "tool", "requires_approval", "broad", "writes need a human", policy.policy_hash
-    )
+    assert decision == Decision("tool", "requires_approval", "broad", "writes need a human", policy.policy_hash)
 
 
 @pytest.mark.parametrize(
@@ -269,9 +265,7 @@ def test_pre_llm_first_matching_rule_wins() -> None:
     ("tenant_verdict", "agent_verdict"),
     [("allow", "deny"), ("deny", "allow"), ("requires_approval", "deny")],
 )
-def test_pre_llm_tenant_rules_are_evaluated_before_agent_rules(
-    tenant_verdict: str, agent_verdict: str
-) -> None:
+def test_pre_llm_tenant_rules_are_evaluated_before_agent_rules(tenant_verdict: str, agent_verdict: str) -> None:
     policy = PolicySet(
         tenant_rules=(pre_rule("tenant", tenant_verdict, input_regex="(?i)password"),),
         agent_rules=(pre_rule("agent", agent_verdict, input_regex="password"),),
@@ -362,9 +356,7 @@ def _with_tenant_rule(**changes: Any) -> PolicySet:
         ),
         pytest.param(PolicySet(BASE.tenant_rules, (), BASE.tool_blacklist), id="removed-rule"),
         pytest.param(PolicySet(BASE.tenant_rules, BASE.agent_rules, ()), id="no-blacklist"),
-        pytest.param(
-            PolicySet(BASE.tenant_rules, BASE.agent_rules, ("github__delete_*",)), id="blacklist-pattern"
-        ),
+        pytest.param(PolicySet(BASE.tenant_rules, BASE.agent_rules, ("github__delete_*",)), id="blacklist-pattern"),
         pytest.param(
             PolicySet(BASE.tenant_rules, BASE.agent_rules, ("github__delete_repo", "x")), id="blacklist-entry"
         ),
@@ -377,10 +369,7 @@ def test_policy_hash_changes_with_any_rule_or_blacklist_change(changed: PolicySe
 def test_policy_hash_changes_with_rule_order() -> None:
     first, second = tool_rule("a", "x"), tool_rule("b", "y")
 
-    assert (
-        PolicySet(agent_rules=(first, second)).policy_hash
-        != PolicySet(agent_rules=(second, first)).policy_hash
-    )
+    assert PolicySet(agent_rules=(first, second)).policy_hash != PolicySet(agent_rules=(second, first)).policy_hash
 
 
 def test_policy_hash_differs_between_tenant_and_agent_placement() -> None:
@@ -506,9 +495,7 @@ def _pre(**fields: Any) -> dict[str, Any]:
             "input_regex is not a valid regular expression",
             id="huge-repeat-regex",
         ),
-        pytest.param(
-            _pre(input_regex="a" * 1001), ("input_regex",), "at most 1000 characters", id="long-regex"
-        ),
+        pytest.param(_pre(input_regex="a" * 1001), ("input_regex",), "at most 1000 characters", id="long-regex"),
         pytest.param(_tool(toool="y"), ("toool",), "Extra inputs are not permitted", id="unknown-field"),
         pytest.param(
             _pre(input_regex="x", tool="echo"),
@@ -535,18 +522,14 @@ def _pre(**fields: Any) -> dict[str, Any]:
             id="tool-with-max-chars",
         ),
         pytest.param(_pre(), (), "a pre_llm rule needs input_regex or max_input_chars", id="no-condition"),
-        pytest.param(
-            _pre(max_input_chars=0), ("max_input_chars",), "greater than or equal to 1", id="zero-max-chars"
-        ),
+        pytest.param(_pre(max_input_chars=0), ("max_input_chars",), "greater than or equal to 1", id="zero-max-chars"),
         pytest.param(_tool(id=""), ("id",), "at least 1 character", id="empty-id"),
         pytest.param(_tool(id="r" * 129), ("id",), "at most 128 characters", id="long-id"),
         pytest.param(_tool(point="post_llm"), ("point",), "'pre_llm' or 'tool'", id="unknown-point"),
         pytest.param(_tool(verdict="maybe"), ("verdict",), "'requires_approval'", id="unknown-verdict"),
     ],
 )
-def test_invalid_rule_is_rejected_naming_the_field(
-    raw: dict[str, Any], loc: tuple[str, ...], message: str
-) -> None:
+def test_invalid_rule_is_rejected_naming_the_field(raw: dict[str, Any], loc: tuple[str, ...], message: str) -> None:
     with pytest.raises(ValidationError) as caught:
         PolicyRule.model_validate(raw)
 

@@ -20,8 +20,8 @@ from app.governance.policy import Decision, PolicySet, parse_rules
 from app.graph.context import TurnContext
 from app.providers.base import ChatMessage, Provider, ToolCall
 from app.providers.scripted import ScriptedProvider
-from app.runtime.events import EventBody
-from app.runtime.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
+from app.runtime.port.events import EventBody
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, QuotaHold, TurnIdentity
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -62,9 +62,7 @@ class MemoryJournal:
             )
         )
 
-    def decision(
-        self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None
-    ) -> None:
+    def decision(self, decision: Decision, *, tool_call_id: str | None = None, tool_name: str | None = None) -> None:
         self.receipts.append((decision, tool_call_id, tool_name))
 
     def unanswered_call(self, usage: ModelUsage) -> None:

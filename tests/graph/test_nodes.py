@@ -12,7 +12,7 @@ from app.graph.nodes.ingest import ingest_result, loop_limit_handler
 from app.graph.nodes.llm import call_llm, parse_response
 from app.graph.state import HumanDecision, TurnState
 from app.providers.base import ChatMessage, ModelRequest, ProviderError, ProviderEvent, ToolCall
-from app.runtime.journal import ModelUsage
+from app.runtime.port.journal import ModelUsage
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
 from tests.graph.memory import MemoryJournal, node_runtime, rules

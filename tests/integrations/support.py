@@ -72,14 +72,16 @@ async def stream_turn(client: httpx.AsyncClient, method: str, url: str, **kwargs
     return TurnRun(response.text, parse(response.text))
 
 
-async def new_session(client: httpx.AsyncClient, headers: dict[str, str], *steps: dict[str, Any],
-                      **config: Any) -> dict[str, Any]:
+async def new_session(
+    client: httpx.AsyncClient, headers: dict[str, str], *steps: dict[str, Any], **config: Any
+) -> dict[str, Any]:
     agent = await create_agent(client, headers, scripted_config(*steps, **config))
     return await create_session(client, headers, agent["id"])
 
 
-async def run_turn(client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any],
-                   text_input: str) -> TurnRun:
+async def run_turn(
+    client: httpx.AsyncClient, headers: dict[str, str], session: dict[str, Any], text_input: str
+) -> TurnRun:
     return await stream_turn(
         client, "POST", f"/sessions/{session['id']}/turns", json={"input": text_input}, headers=headers
     )

@@ -23,7 +23,7 @@ ECHO_THEN_ANSWER = (
     {"text": "all done"},
 )
 GUARDRAILS = {"team_unit": "eng", "guardrail_hashes": ["sha256:aaa", "sha256:bbb"]}
-ENGINE_SYSTEM = "Engine system prompt.\n\nTeam layer rule.\n\n<document id=\"doc-1\">\nRunbook body.\n</document>"
+ENGINE_SYSTEM = 'Engine system prompt.\n\nTeam layer rule.\n\n<document id="doc-1">\nRunbook body.\n</document>'
 
 
 def _operation(call: respx.models.Call) -> str:
@@ -42,8 +42,13 @@ async def test_engine_calls_happen_at_their_nodes_with_their_bodies(
     assert run.ended["final_output"] == "all done"
     assert run.of("context.degraded") == []
     assert [_operation(c) for c in ce.calls] == [
-        "AssembleContext", "ValidatePrompt", "IngestEvent", "IngestEvent",
-        "AssembleContext", "ValidatePrompt", "IngestEvent",
+        "AssembleContext",
+        "ValidatePrompt",
+        "IngestEvent",
+        "IngestEvent",
+        "AssembleContext",
+        "ValidatePrompt",
+        "IngestEvent",
     ]
     ids = {"session_id": session["id"]}
     assert [body(c.request) for c in ce.routes["assemble"].calls] == 2 * [
@@ -54,17 +59,38 @@ async def test_engine_calls_happen_at_their_nodes_with_their_bodies(
     ]
     [call] = run.of("tool_call.requested")
     assert [body(c.request) for c in ce.routes["ingest"].calls] == [
-        {**ids, "turn_id": run.turn_id, "loop": 0, "event": {
-            "kind": "assistant_message", "text": "",
-            "tool_calls": [{"id": call["tool_call_id"], "name": "echo", "arguments": {"text": "ping"}}],
-        }},
-        {**ids, "turn_id": run.turn_id, "loop": 0, "event": {
-            "kind": "tool_result", "tool_call_id": call["tool_call_id"], "name": "echo", "content": "ping",
-            "is_error": False,
-        }},
-        {**ids, "turn_id": run.turn_id, "loop": 1, "event": {
-            "kind": "assistant_message", "text": "all done", "tool_calls": [],
-        }},
+        {
+            **ids,
+            "turn_id": run.turn_id,
+            "loop": 0,
+            "event": {
+                "kind": "assistant_message",
+                "text": "",
+                "tool_calls": [{"id": call["tool_call_id"], "name": "echo", "arguments": {"text": "ping"}}],
+            },
+        },
+        {
+            **ids,
+            "turn_id": run.turn_id,
+            "loop": 0,
+            "event": {
+                "kind": "tool_result",
+                "tool_call_id": call["tool_call_id"],
+                "name": "echo",
+                "content": "ping",
+                "is_error": False,
+            },
+        },
+        {
+            **ids,
+            "turn_id": run.turn_id,
+            "loop": 1,
+            "event": {
+                "kind": "assistant_message",
+                "text": "all done",
+                "tool_calls": [],
+            },
+        },
     ]
 
 

@@ -175,9 +175,7 @@ async def test_a_redelivered_call_returns_the_ledger_result_without_reaching_the
     assert first_jti != resumed_jti, "a resumed run mints its own gateway token"
 
 
-async def test_a_dead_gateway_fails_the_turn(
-    database_url: str, data_dir: Path, alice: dict[str, str]
-) -> None:
+async def test_a_dead_gateway_fails_the_turn(database_url: str, data_dir: Path, alice: dict[str, str]) -> None:
     settings = make_settings(
         database_url, data_dir, mcp_gateway=McpGatewaySettings(url=f"http://127.0.0.1:{dead_port()}")
     )

@@ -64,9 +64,7 @@ async def test_changing_tenant_policies_changes_the_hash_and_same_policies_keep_
     assert same == changed
 
 
-async def test_agent_rules_and_blacklist_are_part_of_the_hash(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_agent_rules_and_blacklist_are_part_of_the_hash(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     (plain,) = await turn_hashes(client, alice)
     (with_rule,) = await turn_hashes(client, alice, policies=[AGENT_RULE])
     (with_blacklist,) = await turn_hashes(client, alice, tool_blacklist=["nothing_*"])

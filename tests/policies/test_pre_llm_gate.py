@@ -11,8 +11,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests.approvals.helpers import ended, events, run_turn, turn_id, usage_rows
 from tests.factories import scripted_config
 
-NO_SECRETS = {"id": "no-secrets", "point": "pre_llm", "input_regex": "(?i)password", "verdict": "deny",
-              "reason": "inputs must not carry passwords"}
+NO_SECRETS = {
+    "id": "no-secrets",
+    "point": "pre_llm",
+    "input_regex": "(?i)password",
+    "verdict": "deny",
+    "reason": "inputs must not carry passwords",
+}
 SHORT_INPUTS = {"id": "short-inputs", "point": "pre_llm", "max_input_chars": 10, "verdict": "deny"}
 ASK_FIRST = {"id": "ask-first", "point": "pre_llm", "input_regex": "delete", "verdict": "requires_approval"}
 

@@ -118,8 +118,6 @@ async def test_tenant_deny_overrides_an_agent_allow_rule(
     assert [d["rule_id"] for d in decisions_for(frames, calc["tool_call_id"])] == ["tenant-no-calc"]
 
 
-
-
 @pytest.mark.parametrize("name", ["github__create_issue", "calculator_v2", "current_time"])
 async def test_a_tool_the_agent_does_not_offer_is_an_unknown_tool_before_any_rule(
     client: httpx.AsyncClient, alice: dict[str, str], name: str

@@ -138,8 +138,12 @@ async def test_the_key_appears_in_no_log_event_error_or_table(
         server.fail_with = (401, {"error": {"message": f"invalid key {key}", "type": "authentication_error"}})
         failed = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "again"},
                                  headers=admin)  # fmt: skip
-        for path in (f"/turns/{failed[0].data['turn_id']}", f"/sessions/{session['id']}/messages", "/credentials",
-                     f"/sessions/{session['id']}/turns"):
+        for path in (
+            f"/turns/{failed[0].data['turn_id']}",
+            f"/sessions/{session['id']}/messages",
+            "/credentials",
+            f"/sessions/{session['id']}/turns",
+        ):
             seen.append((await client.get(path, headers=admin)).text)
 
     assert ended(decided)["status"] == "completed"

@@ -35,9 +35,12 @@ async def test_sigterm_lets_the_running_turn_finish_while_refusing_new_ones(
         async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as client:
             running = await slow_session(client, alice, text=WORDS, delay_ms=50)
             waiting = await create_session(client, alice, (await create_agent(client, alice, scripted_config()))["id"])
-            async with asyncio.timeout(STREAM_TIMEOUT_SECONDS), client.stream(
-                "POST", f"/sessions/{running['id']}/turns", json={"input": "hi"}, headers=alice
-            ) as response:
+            async with (
+                asyncio.timeout(STREAM_TIMEOUT_SECONDS),
+                client.stream(
+                    "POST", f"/sessions/{running['id']}/turns", json={"input": "hi"}, headers=alice
+                ) as response,
+            ):
                 frames = aiter(iter_frames(response))
                 first = [await anext(frames) for _ in range(3)]
                 server.process.send_signal(signal.SIGTERM)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.runtime.events import (
+from app.runtime.port.events import (
     ApprovalRequired,
     ContextDegraded,
     EventBody,

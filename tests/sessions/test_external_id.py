@@ -65,9 +65,7 @@ async def test_concurrent_first_sends_get_one_session(
     assert sorted(r.status_code for r in responses) == [200] * 11 + [201]
     assert len({r.json()["id"] for r in responses}) == 1
     async with sql.connect() as conn:
-        stored = await conn.scalar(
-            select(func.count()).select_from(Session).where(Session.agent_id == agent["id"])
-        )
+        stored = await conn.scalar(select(func.count()).select_from(Session).where(Session.agent_id == agent["id"]))
     assert stored == 1
 
 

@@ -16,11 +16,11 @@ from fastapi import FastAPI
 from app.auth.principal import Principal
 from app.core.db import unit_of_work
 from app.errors import Conflict, NotFound
-from app.runtime.session_store import create_pinned
-from app.runtime.store import TurnStore
+from app.runtime.store.turns import TurnStore
 from app.sessions import schemas
 from app.sessions.repository import SessionRepository
 from app.sessions.service import SessionService
+from app.sessions.store import create_pinned
 from tests.factories import create_agent, create_session, scripted_config
 
 

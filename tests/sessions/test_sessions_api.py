@@ -229,9 +229,7 @@ async def test_archived_agents_sessions_keep_working(client: httpx.AsyncClient, 
     assert refused.status_code == 409
 
 
-async def test_messages_of_a_new_session_are_an_empty_page(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_messages_of_a_new_session_are_an_empty_page(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     agent = await create_agent(client, alice)
     session = await create_session(client, alice, agent["id"])
     response = await client.get(f"/sessions/{session['id']}/messages", headers=alice)

@@ -84,9 +84,7 @@ async def test_division_by_zero_is_an_error_result(expression: str) -> None:
     assert await calculate(expression) == ToolResult(content="division by zero", is_error=True)
 
 
-@pytest.mark.parametrize(
-    "expression", ["2**1001", "2**-1001", "(10**1000)**1000", "9**999*9**999*9**999*9**999"]
-)
+@pytest.mark.parametrize("expression", ["2**1001", "2**-1001", "(10**1000)**1000", "9**999*9**999*9**999*9**999"])
 async def test_huge_results_are_rejected_before_they_are_computed(expression: str) -> None:
     result = await calculate(expression)
 
@@ -149,9 +147,7 @@ async def test_current_time_rejects_unknown_timezones(timezone: Any) -> None:
 
 
 async def test_an_unknown_builtin_is_an_error_result() -> None:
-    assert await run_builtin("shell", {}) == ToolResult(
-        content="unknown built-in tool 'shell'", is_error=True
-    )
+    assert await run_builtin("shell", {}) == ToolResult(content="unknown built-in tool 'shell'", is_error=True)
 
 
 def test_every_builtin_publishes_an_object_schema_under_its_own_name() -> None:

@@ -107,9 +107,7 @@ async def test_call_tool_returns_content_and_sends_the_idempotency_key(
     assert gateway.calls == [("Bug", key)]
 
 
-async def test_only_tools_call_carries_the_idempotency_key(
-    client: McpGatewayClient, gateway: Gateway
-) -> None:
+async def test_only_tools_call_carries_the_idempotency_key(client: McpGatewayClient, gateway: Gateway) -> None:
     await client.call_tool(TOKEN, TEAM, "github__create_issue", {"title": "x"}, "k-only")
 
     keyed = [r for r in gateway.requests if r.idempotency_key is not None]
@@ -155,9 +153,7 @@ async def test_a_slow_tool_times_out_into_an_error_result(gateway: Gateway) -> N
     assert "timed out" in result.content
 
 
-async def test_concurrent_calls_each_deliver_their_own_key(
-    client: McpGatewayClient, gateway: Gateway
-) -> None:
+async def test_concurrent_calls_each_deliver_their_own_key(client: McpGatewayClient, gateway: Gateway) -> None:
     await client.list_tools(TOKEN, TEAM)
     titles = [f"issue-{i}" for i in range(6)]
 

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import Sql, insert_rows
 from app.models import Agent, Runner, Session
-from app.runtime.journal import TurnIdentity
-from app.runtime.store import TURNS
+from app.runtime.port.journal import TurnIdentity
+from app.runtime.store.turns import TURNS
 from app.runtime.stream import BatchFlusher
 from app.settings import Settings
 from tests.turns.loopback import serve_on_loopback

@@ -14,10 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models import Turn, TurnEvent
 from app.providers.base import ToolCall
-from app.runtime.batch import LEDGER, write_rows
-from app.runtime.events import EventBody
-from app.runtime.journal import TurnIdentity
-from app.runtime.store import TurnStore, ledger_row
+from app.runtime.port.events import EventBody
+from app.runtime.port.journal import TurnIdentity
+from app.runtime.store.batch import LEDGER, write_rows
+from app.runtime.store.turns import TurnStore, ledger_row
 from tests.factories import create_agent, create_session, scripted_config
 from tests.sse import Frame, iter_frames
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.models import Approval, Session, ToolExecution
 from app.models.base import utcnow
 from app.providers.base import ToolCall
-from app.runtime.journal import TurnIdentity
+from app.runtime.port.journal import TurnIdentity
 from app.tools.base import ToolResult
 from tests.approvals.helpers import turn_id
 from tests.conftest import make_settings, running_app
@@ -25,7 +25,11 @@ from tests.turns.test_turn_recovery import _orphan
 
 
 async def test_recovery_expires_the_pending_approvals_of_the_turn_it_fails(
-    client: httpx.AsyncClient, alice: dict[str, str], tenant: str, database_url: str, sql: AsyncEngine,
+    client: httpx.AsyncClient,
+    alice: dict[str, str],
+    tenant: str,
+    database_url: str,
+    sql: AsyncEngine,
     tmp_path: Path,
 ) -> None:
     session = await scripted_session(client, alice)
@@ -33,7 +37,8 @@ async def test_recovery_expires_the_pending_approvals_of_the_turn_it_fails(
     approval_id = uuid.uuid4()
     async with sql.begin() as conn:
         await conn.execute(
-            update(Session).where(Session.id == uuid.UUID(str(session["id"])))
+            update(Session)
+            .where(Session.id == uuid.UUID(str(session["id"])))
             .values(snapshot={"model": {"provider": "retired-provider"}})
         )  # its provider is gone: it cannot continue
         await conn.execute(

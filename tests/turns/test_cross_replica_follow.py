@@ -15,9 +15,7 @@ from tests.turns.support import slow_session
 LONG_TEXT = " ".join(f"word{i}" for i in range(40))
 
 
-async def test_follower_on_another_replica_receives_every_event_live(
-    settings: Settings, alice: dict[str, str]
-) -> None:
+async def test_follower_on_another_replica_receives_every_event_live(settings: Settings, alice: dict[str, str]) -> None:
     async with (
         serve_on_loopback(settings) as base_url,
         httpx.AsyncClient(base_url=base_url, timeout=30) as runner,
@@ -38,9 +36,7 @@ async def test_follower_on_another_replica_receives_every_event_live(
     assert "".join(f.data["text"] for f in followed if f.event == "message.delta") == LONG_TEXT
 
 
-async def test_cancel_sent_to_another_replica_stops_the_running_turn(
-    settings: Settings, alice: dict[str, str]
-) -> None:
+async def test_cancel_sent_to_another_replica_stops_the_running_turn(settings: Settings, alice: dict[str, str]) -> None:
     long_text = " ".join(f"w{i}" for i in range(3000))
     async with (
         serve_on_loopback(settings) as base_url,

@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import Sql
 from app.models import Turn, TurnEvent
 from app.providers.base import ToolCall
-from app.runtime.journal import Continued, TurnIdentity, TurnRun
+from app.runtime.port.journal import Continued, TurnIdentity, TurnRun
 from app.runtime.runner import opening_event
-from app.runtime.store import TurnStore
+from app.runtime.store.turns import TurnStore
 from app.runtime.stream import SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from app.tools.base import ToolResult
 from tests.turns.support import dispatch, raw_event, runner_of
@@ -87,9 +87,7 @@ async def test_the_ceiling_is_raised_half_a_block_ahead_by_an_ordinary_flush(
     ident = await make_turn()
     writer = TurnWriter(db, flusher, runner_id=await runner_of(engine, ident.turn_id))
     await set_ceiling(engine, ident.turn_id, SEQ_BLOCK)
-    stream = TurnStream(
-        turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=0, writer=writer, ceiling=SEQ_BLOCK
-    )
+    stream = TurnStream(turn_id=ident.turn_id, tenant_id=ident.tenant_id, last_seq=0, writer=writer, ceiling=SEQ_BLOCK)
     emit(stream, SEQ_BLOCK // 2)
     await stream.flush()
     assert await ceiling_of(engine, ident.turn_id) == SEQ_BLOCK, "a flush far below the ceiling carries no raise"

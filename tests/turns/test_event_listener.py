@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from app.models.base import utcnow
-from app.runtime.notify import EventListener
+from app.runtime.store.notify import EventListener
 from app.runtime.stream import EVENTS, BatchFlusher, TurnWriter
 from tests.factories import create_agent, create_session
 from tests.sse import read_turn
@@ -30,8 +30,14 @@ async def test_a_written_event_notifies_a_listener_of_its_turn(
         woke = asyncio.create_task(listener.wait(turn_id, timeout=10))
         unrelated = asyncio.create_task(listener.wait(uuid.uuid4(), timeout=0.5))
         await asyncio.sleep(0.1)
-        row = {"turn_id": turn_id, "seq": frames[-1].id + 1, "tenant_id": tenant, "type": "node.started",
-               "data": "{}", "created_at": utcnow()}
+        row = {
+            "turn_id": turn_id,
+            "seq": frames[-1].id + 1,
+            "tenant_id": tenant,
+            "type": "node.started",
+            "data": "{}",
+            "created_at": utcnow(),
+        }
         writer = TurnWriter(app.state.container.sql)
         writer.stage(EVENTS, row)
         await writer.close()
@@ -48,8 +54,9 @@ async def test_a_shared_flush_notifies_the_listeners_of_every_turn_it_wrote(
     ended: list[tuple[uuid.UUID, int]] = []
     for _ in range(2):
         session = await create_session(client, alice, agent["id"])
-        frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "hi"},
-                                 headers=alice)
+        frames = await read_turn(
+            client, "POST", f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers=alice
+        )
         ended.append((uuid.UUID(frames[0].data["turn_id"]), frames[-1].id))
     listener = EventListener(make_url(database_url))
     await listener.start()
@@ -60,8 +67,17 @@ async def test_a_shared_flush_notifies_the_listeners_of_every_turn_it_wrote(
         writers = []
         for turn_id, last_seq in ended:
             writer = TurnWriter(app.state.container.sql, flusher)
-            writer.stage(EVENTS, {"turn_id": turn_id, "seq": last_seq + 1, "tenant_id": tenant,
-                                  "type": "node.started", "data": "{}", "created_at": utcnow()})
+            writer.stage(
+                EVENTS,
+                {
+                    "turn_id": turn_id,
+                    "seq": last_seq + 1,
+                    "tenant_id": tenant,
+                    "type": "node.started",
+                    "data": "{}",
+                    "created_at": utcnow(),
+                },
+            )
             writers.append(writer)
         await flusher.write_pending()
         assert [await task for task in woke] == [True, True]

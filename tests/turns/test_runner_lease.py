@@ -26,11 +26,22 @@ from tests.turns.support import scripted_session, wait_for_status
 async def _running_turn(sql: AsyncEngine, tenant: str, session: dict[str, Any], runner_id: uuid.UUID) -> uuid.UUID:
     turn_id = uuid.uuid4()
     async with sql.begin() as conn:
-        await conn.execute(insert(Turn).values(
-            id=turn_id, tenant_id=tenant, session_id=uuid.UUID(session["id"]), status="running", input="hi",
-            max_loops=8, max_output_tokens=100, owner_sub="alice", last_seq=0, runner_id=runner_id,
-            created_at=utcnow(), updated_at=utcnow(),
-        ))
+        await conn.execute(
+            insert(Turn).values(
+                id=turn_id,
+                tenant_id=tenant,
+                session_id=uuid.UUID(session["id"]),
+                status="running",
+                input="hi",
+                max_loops=8,
+                max_output_tokens=100,
+                owner_sub="alice",
+                last_seq=0,
+                runner_id=runner_id,
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
     return turn_id
 
 
@@ -43,7 +54,11 @@ async def _runner(sql: AsyncEngine, *, heartbeat_age_seconds: float) -> uuid.UUI
 
 
 async def test_a_new_replica_leaves_the_turns_of_a_live_replica_alone(
-    client: httpx.AsyncClient, alice: dict[str, str], tenant: str, sql: AsyncEngine, database_url: str,
+    client: httpx.AsyncClient,
+    alice: dict[str, str],
+    tenant: str,
+    sql: AsyncEngine,
+    database_url: str,
     tmp_path: Path,
 ) -> None:
     session = await scripted_session(client, alice)

@@ -57,8 +57,9 @@ async def test_a_turn_answers_the_representation_negotiated(
 async def test_the_events_route_refuses_json(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     session = await scripted_session(client, alice, {"text": "hello there"})
     turn = (
-        await client.post(f"/sessions/{session['id']}/turns", json={"input": "hi"},
-                          headers={**alice, "Accept": "application/json"})
+        await client.post(
+            f"/sessions/{session['id']}/turns", json={"input": "hi"}, headers={**alice, "Accept": "application/json"}
+        )
     ).json()
     refused = await client.get(f"/turns/{turn['id']}/events", headers={**alice, "Accept": "application/json"})
     assert refused.status_code == 406
@@ -73,8 +74,9 @@ async def test_a_decision_for_an_accept_it_cannot_serve_is_406_and_decides_nothi
 ) -> None:
     agent = await create_agent(client, alice, gated_config())
     session = await create_session(client, alice, agent["id"])
-    await client.post(f"/sessions/{session['id']}/turns", json={"input": "go"},
-                      headers={**alice, "Accept": "application/json"})
+    await client.post(
+        f"/sessions/{session['id']}/turns", json={"input": "go"}, headers={**alice, "Accept": "application/json"}
+    )
     approval = (await client.get(f"/approvals?session_id={session['id']}", headers=alice)).json()["items"][0]
     refused = await client.post(
         f"/approvals/{approval['id']}", json={"decision": "approve"}, headers={**alice, "Accept": "text/html"}

@@ -31,9 +31,7 @@ def _assert_problem(response: httpx.Response, status: int) -> dict[str, object]:
 async def test_accept_json_returns_the_finished_turn(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     calc = {"tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}]}
     session = await scripted_session(client, alice, calc, {"text": "four it is"})
-    response = await client.post(
-        f"/sessions/{session['id']}/turns", json={"input": "2+2?"}, headers={**alice, **JSON}
-    )
+    response = await client.post(f"/sessions/{session['id']}/turns", json={"input": "2+2?"}, headers={**alice, **JSON})
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "application/json"
     turn = response.json()
@@ -116,8 +114,14 @@ async def test_turn_on_another_users_session_is_404_problem(
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"input": ""}, {"input": "hi", "extra": 1}, {"input": "hi", "limits": {"max_loops": 0}},
-     {"input": "hi", "limits": {"max_output_tokens": -1}}, {"input": "hi", "limits": {"bogus": 1}}],
+    [
+        {},
+        {"input": ""},
+        {"input": "hi", "extra": 1},
+        {"input": "hi", "limits": {"max_loops": 0}},
+        {"input": "hi", "limits": {"max_output_tokens": -1}},
+        {"input": "hi", "limits": {"bogus": 1}},
+    ],
 )
 async def test_invalid_turn_body_is_422_problem(
     client: httpx.AsyncClient, alice: dict[str, str], body: dict[str, object]

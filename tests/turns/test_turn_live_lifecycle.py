@@ -160,9 +160,7 @@ async def test_concurrent_cancels_all_see_cancelled_and_the_stream_still_ends_wi
     async with live_client.stream("POST", _turns_url(session), json={"input": "talk"}, headers=alice) as response:
         reader = FrameReader(response)
         turn_id = (await reader.until("message.delta"))[0].data["turn_id"]
-        answers = await asyncio.gather(
-            *(live_client.post(f"/turns/{turn_id}/cancel", headers=alice) for _ in range(5))
-        )
+        answers = await asyncio.gather(*(live_client.post(f"/turns/{turn_id}/cancel", headers=alice) for _ in range(5)))
         rest = await reader.rest()
     assert rest[-1].event == "turn.ended"
     assert rest[-1].data["status"] == "cancelled"

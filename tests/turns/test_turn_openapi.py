@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.runtime.events import TURN_EVENT_ADAPTER
+from app.runtime.port.events import TURN_EVENT_ADAPTER
 from app.settings import Settings
 from tests.sse import read_turn
 from tests.turns.support import scripted_session
@@ -67,10 +67,23 @@ def test_turn_event_is_a_union_discriminated_on_type(spec: dict[str, Any]) -> No
 def test_every_design_event_type_is_in_the_union(spec: dict[str, Any]) -> None:
     mapping = spec["components"]["schemas"]["TurnEvent"]["discriminator"]["mapping"]
     assert set(mapping) == {
-        "turn.started", "node.started", "node.ended", "message.delta", "message.completed",
-        "tool_call.requested", "policy.decision", "tool_call.completed", "approval.required",
-        "context.degraded", "context.compacted", "usage", "plan.created", "plan.step.started",
-        "plan.step.completed", "turn.ended", "turn.resumed",
+        "turn.started",
+        "node.started",
+        "node.ended",
+        "message.delta",
+        "message.completed",
+        "tool_call.requested",
+        "policy.decision",
+        "tool_call.completed",
+        "approval.required",
+        "context.degraded",
+        "context.compacted",
+        "usage",
+        "plan.created",
+        "plan.step.started",
+        "plan.step.completed",
+        "turn.ended",
+        "turn.resumed",
     }
 
 
@@ -99,6 +112,14 @@ async def test_every_streamed_event_validates_against_the_published_union(
         assert frame.data["turn_id"] == frames[0].data["turn_id"]
         assert list(frame.data) == ["turn_id", "seq", *type(event).model_fields], "the envelope, then the model"
     assert {f.event for f in frames} >= {
-        "turn.started", "node.started", "node.ended", "message.delta", "message.completed", "usage",
-        "tool_call.requested", "policy.decision", "tool_call.completed", "turn.ended",
+        "turn.started",
+        "node.started",
+        "node.ended",
+        "message.delta",
+        "message.completed",
+        "usage",
+        "tool_call.requested",
+        "policy.decision",
+        "tool_call.completed",
+        "turn.ended",
     }

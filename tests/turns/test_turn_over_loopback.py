@@ -26,9 +26,12 @@ async def test_turn_streams_ordered_events_over_a_real_socket(
         )
         agent = await create_agent(http, headers, config)
         session = await create_session(http, headers, agent["id"])
-        async with asyncio.timeout(POLL_TIMEOUT_SECONDS), http.stream(
-            "POST", f"/sessions/{session['id']}/turns", json={"input": "2+2?"}, headers=headers
-        ) as response:
+        async with (
+            asyncio.timeout(POLL_TIMEOUT_SECONDS),
+            http.stream(
+                "POST", f"/sessions/{session['id']}/turns", json={"input": "2+2?"}, headers=headers
+            ) as response,
+        ):
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
             assert response.headers["cache-control"] == "no-cache"
@@ -56,9 +59,10 @@ async def test_idle_stream_carries_ping_comments_and_a_finished_replay_still_clo
     async with serve_on_loopback(settings) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         session = await slow_session(http, headers, delay_ms=2000)
         url = f"/sessions/{session['id']}/turns"
-        async with asyncio.timeout(POLL_TIMEOUT_SECONDS), http.stream(
-            "POST", url, json={"input": "x"}, headers=headers
-        ) as response:
+        async with (
+            asyncio.timeout(POLL_TIMEOUT_SECONDS),
+            http.stream("POST", url, json={"input": "x"}, headers=headers) as response,
+        ):
             turn_id = None
             async for line in response.aiter_lines():
                 if line.startswith("data: ") and turn_id is None:

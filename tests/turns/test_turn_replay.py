@@ -19,9 +19,7 @@ TOOL_THEN_TEXT = (
 
 async def _finished_turn(client: httpx.AsyncClient, headers: dict[str, str]) -> list[Frame]:
     session = await scripted_session(client, headers, *TOOL_THEN_TEXT)
-    frames = await read_turn(
-        client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers
-    )
+    frames = await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "go"}, headers=headers)
     assert frames[-1].event == "turn.ended"
     return frames
 
@@ -65,9 +63,7 @@ async def test_after_query_replays_exactly_the_events_after_it(
     assert _seqs(replayed) == list(range(k + 1, len(live) + 1))
 
 
-async def test_last_event_id_header_wins_over_the_after_query(
-    client: httpx.AsyncClient, alice: dict[str, str]
-) -> None:
+async def test_last_event_id_header_wins_over_the_after_query(client: httpx.AsyncClient, alice: dict[str, str]) -> None:
     live = await _finished_turn(client, alice)
     headers = {**alice, "Last-Event-ID": "4"}
     replayed = await _replay(client, f"/turns/{live[0].data['turn_id']}/events?after=1", headers=headers)

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-from app.runtime.events import EventBody
-from app.runtime.journal import Progress, TurnIdentity, TurnRun
 from app.runtime.manager import TurnManager
+from app.runtime.port.events import EventBody
+from app.runtime.port.journal import Progress, TurnIdentity, TurnRun
 from app.runtime.runner import execute
 from tests.graph.memory import MemoryJournal
 

@@ -51,9 +51,16 @@ async def test_tool_round_trip_visits_the_loop_nodes_in_order(client: httpx.Asyn
     frames = await _turn(client, alice, session["id"])
     started = [(f.data["node"], f.data["loop"]) for f in _of(frames, "node.started")]
     assert started == [
-        ("assemble_context", 0), ("validate_prompt", 0), ("call_llm", 0), ("parse_response", 0),
-        ("execute_tools", 0), ("ingest_result", 0),
-        ("assemble_context", 1), ("validate_prompt", 1), ("call_llm", 1), ("parse_response", 1),
+        ("assemble_context", 0),
+        ("validate_prompt", 0),
+        ("call_llm", 0),
+        ("parse_response", 0),
+        ("execute_tools", 0),
+        ("ingest_result", 0),
+        ("assemble_context", 1),
+        ("validate_prompt", 1),
+        ("call_llm", 1),
+        ("parse_response", 1),
         ("ingest_result", 1),
     ]
 

@@ -20,9 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.batch import StagedRow
-from app.runtime.journal import ModelUsage, TurnIdentity
-from app.runtime.store import (
+from app.runtime.port.journal import ModelUsage, TurnIdentity
+from app.runtime.store.batch import StagedRow
+from app.runtime.store.turns import (
     DECISIONS,
     MESSAGES,
     TURNS,

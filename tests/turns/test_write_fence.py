@@ -19,9 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import Sql
 from app.models import Turn
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.batch import LEDGER
-from app.runtime.journal import ModelUsage, TurnIdentity
-from app.runtime.store import MESSAGES, USAGE, ledger_row, message_row, usage_row
+from app.runtime.port.journal import ModelUsage, TurnIdentity
+from app.runtime.store.batch import LEDGER
+from app.runtime.store.turns import MESSAGES, USAGE, ledger_row, message_row, usage_row
 from app.runtime.stream import ABANDON, SEQ_BLOCK, BatchFlusher, TurnStream, TurnWriter
 from tests.turns.support import POLL_TIMEOUT_SECONDS, raw_event, runner_of
 from tests.turns.test_turn_writer import count, counts

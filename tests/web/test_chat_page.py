@@ -173,8 +173,11 @@ async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_w
         results = [m["content"] for m in stored if m["role"] == "tool"]
         assert replies == ["Let me ask the echo tool.", "The echo said hello."]
         assert await transcript.locator(".msg-assistant").all_inner_texts() == replies
-        assert [t.removeprefix("result: ") for t in await transcript.locator(".tool .result").all_inner_texts()] \
-            == results == ["hello"]
+        assert (
+            [t.removeprefix("result: ") for t in await transcript.locator(".tool .result").all_inner_texts()]
+            == results
+            == ["hello"]
+        )
         assert "ASK THE" not in await transcript.inner_text()
         assert front.result is not None
         shown = front.result.shown

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import INTEGRITY_ERRORS, Sql
 from app.models import TurnEvent, Webhook, WebhookDelivery
 from app.models.base import utcnow
-from app.runtime.batch import EVENTS, StagedRow, write_rows
+from app.runtime.store.batch import EVENTS, StagedRow, write_rows
 
 WEBHOOKS: Table = Webhook.__table__  # type: ignore[assignment]
 DELIVERIES: Table = WebhookDelivery.__table__  # type: ignore[assignment]

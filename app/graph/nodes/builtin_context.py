@@ -15,8 +15,8 @@ from app.graph.context import TurnContext
 from app.graph.state import TurnState
 from app.providers.base import ModelResponse
 from app.providers.context_windows import context_window
-from app.runtime.events import ContextCompacted, UsageEvent
-from app.runtime.journal import ModelUsage, TurnJournal
+from app.runtime.port.events import ContextCompacted, UsageEvent
+from app.runtime.port.journal import ModelUsage, TurnJournal
 
 
 class _JournalPort:

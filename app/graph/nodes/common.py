@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from app.graph.context import TurnContext
 from app.graph.state import TurnState
-from app.runtime.events import NodeEnded, NodeStarted
+from app.runtime.port.events import NodeEnded, NodeStarted
 
 Node = Callable[[TurnState, Runtime[TurnContext]], Awaitable[dict[str, Any]]]
 

@@ -15,7 +15,7 @@ from app.graph.nodes.builtin_context import builtin_prompt
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState
 from app.providers.base import ChatMessage
-from app.runtime.events import ContextDegraded
+from app.runtime.port.events import ContextDegraded
 
 
 @traced("assemble_context")

@@ -22,8 +22,8 @@ from app.graph.nodes.common import failed, traced
 from app.graph.state import HumanDecision, TurnState
 from app.providers.base import ToolCall
 from app.providers.telemetry import tool_call, tool_settled
-from app.runtime.events import ToolCallCompleted
-from app.runtime.journal import ApprovalRequest
+from app.runtime.port.events import ToolCallCompleted
+from app.runtime.port.journal import ApprovalRequest
 from app.tools.base import ToolResult
 from app.tools.ledger_keys import idempotency_key
 from app.tools.mcp_gateway import McpGatewayUnavailable

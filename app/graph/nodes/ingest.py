@@ -12,7 +12,7 @@ from app.graph.context import TurnContext
 from app.graph.nodes.common import traced
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ChatMessage
-from app.runtime.events import ContextDegraded
+from app.runtime.port.events import ContextDegraded
 
 
 @traced("ingest_result")

@@ -16,7 +16,7 @@ from app.graph.governed_call import Answered, CallGovernance, Refused, governed_
 from app.graph.nodes.common import failed, traced
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ModelRequest, ToolSpec
-from app.runtime.events import ToolCallRequested
+from app.runtime.port.events import ToolCallRequested
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
 

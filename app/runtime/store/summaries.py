@@ -16,7 +16,7 @@ from app.context.compaction import StoredSummary
 from app.core.sql import Query, Sql, insert_rows
 from app.models import Message, Summary
 from app.models.base import utcnow
-from app.runtime.journal import TurnIdentity
+from app.runtime.port.journal import TurnIdentity
 
 SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 _SESSION = (Summary.tenant_id == bindparam("tenant_id"), Summary.session_id == bindparam("session_id"))

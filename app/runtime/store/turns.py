@@ -34,7 +34,9 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import ChatMessage, ToolCall
-from app.runtime.admission import (
+from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
+from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
+from app.runtime.store.admission import (
     SLOT_ATTEMPTS,
     SLOT_INDEX,
     NoFreeSlot,
@@ -43,11 +45,9 @@ from app.runtime.admission import (
     slotted_turn_insert,
     with_tenant_admission,
 )
-from app.runtime.batch import LEDGER, Settle
-from app.runtime.events import PLAN_EVENTS_LIKE, EndStatus, TurnEnded, stamp
-from app.runtime.journal import ApprovalRequest, ModelUsage, TurnIdentity
-from app.runtime.notify import notify_followers
-from app.runtime.outbox import enqueue_in_transaction
+from app.runtime.store.batch import LEDGER, Settle
+from app.runtime.store.notify import notify_followers
+from app.runtime.store.outbox import enqueue_in_transaction
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -154,8 +154,9 @@ LEDGER_COLUMNS = (
 _DIALECT_INSERTS = (("postgresql", pg_insert), ("sqlite", sqlite_insert))
 LEDGER_PUT = {
     name: Query(
-        (statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS}))
-        .on_conflict_do_update(
+        (
+            statement := dialect_insert(bare(LEDGER)).values({c: bindparam(c) for c in LEDGER_COLUMNS})
+        ).on_conflict_do_update(
             index_elements=["idempotency_key"],
             set_={"status": COMPLETED, "result": statement.excluded.result, "is_error": statement.excluded.is_error},
             where=bare(LEDGER).c.status == DISPATCHED,
@@ -197,7 +198,7 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     (data-modifying CTEs).
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
-    takes a free concurrency slot, or nothing is inserted (app/runtime/admission.py).
+    takes a free concurrency slot, or nothing is inserted (app/runtime/store/admission.py).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
     turn_insert = (
@@ -251,7 +252,7 @@ class TurnStore:
         self, tenant_id: str, session_id: uuid.UUID, owner_sub: str | None
     ) -> Mapping[str, Any] | None:
         """What a new turn needs of its session and tenant (None if not visible: other tenant, or not
-        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/admission.py)."""
+        the owner): the session, the tenant's ceilings and its quota usage (app/runtime/store/admission.py)."""
         params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
             return await self.sql.fetchrow(SESSION_FOR_TURN, params)
@@ -367,9 +368,7 @@ async def end_unowned_turn(
     """
     async with engine.begin() as conn:
         this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-        before = (
-            await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())
-        ).first()
+        before = (await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())).first()
         if before is None or before.status not in ("running", "interrupted"):
             return False
         last = await conn.scalar(

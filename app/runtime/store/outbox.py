@@ -1,6 +1,6 @@
 """The outbox half of a turn's write: a delivery row for every stored event a subscription names.
 
-On PostgreSQL this is one more data-modifying CTE of the turn's write statement (app/runtime/batch.py):
+On PostgreSQL this is one more data-modifying CTE of the turn's write statement (app/runtime/store/batch.py):
 the events' INSERT returns what it stored, and `INSERT INTO webhook_deliveries … SELECT` joins it with
 the tenant's webhooks whose `events` contain the event's type. So an event and its deliveries are
 stored by the same statement, or neither is. SQLite writes them in the write's transaction.

@@ -63,9 +63,9 @@ from sqlalchemy.sql.dml import Insert, Update
 from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import ToolExecution, Turn, TurnEvent
-from app.runtime.notify import CHANNEL
-from app.runtime.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
-from app.runtime.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
+from app.runtime.store.notify import CHANNEL
+from app.runtime.store.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
+from app.runtime.store.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
@@ -129,9 +129,7 @@ def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, A
     return inserts, merged(settlements) if settlements else [], ceilings
 
 
-def _raise_ceiling(
-    turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None
-) -> Update:
+def _raise_ceiling(turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None) -> Update:
     """Never lowers a ceiling, and never raises one for a run another runner took over (the fence)."""
     owned = turns.c.runner_id == runner_id if fence is None else turns.c.id.in_(select(fence.c.id))
     return (
@@ -298,7 +296,7 @@ def write_query(
     the ids of the turns whose ceiling it raised, and (`fenced`) those another runner took.
 
     With `notify`, it also tells followers on other replicas which turns have new events (one NOTIFY
-    per turn, sent at commit; see app/runtime/notify.py). A write may carry rows of many turns (the
+    per turn, sent at commit; see app/runtime/store/notify.py). A write may carry rows of many turns (the
     shared flush of app/runtime/stream.py), but at most one settle.
     """
     fence = _fence_cte() if fenced else None

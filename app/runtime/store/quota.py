@@ -8,7 +8,7 @@ condition re-checked on its newest version; SQLite serialises writers). A call m
 while the period is below its quota, and concurrent calls overspend by at most one reservation.
 
 Settling moves the reservation to `used` as the real usage. It is staged like a usage row and
-written by the turn's next batched write (app/runtime/batch.py: one more data-modifying CTE on
+written by the turn's next batched write (app/runtime/store/batch.py: one more data-modifying CTE on
 PostgreSQL), so the quota costs one statement per model call: the reservation.
 """
 
@@ -29,7 +29,7 @@ from app.governance.limits import Ceilings
 from app.governance.period import period_bounds
 from app.models import QuotaLedger
 from app.models.base import utcnow
-from app.runtime.journal import QuotaHold, TokenQuota
+from app.runtime.port.journal import QuotaHold, TokenQuota
 
 QUOTA_LEDGER: Table = QuotaLedger.__table__  # type: ignore[assignment]
 SETTLE_KEYS = ("tenant_id", "period_start")

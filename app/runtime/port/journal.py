@@ -26,7 +26,7 @@ from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.governance.policy import Decision
 from app.providers.base import ChatMessage, Provider, ToolCall
-from app.runtime.events import ContinueReason, EndStatus, EventBody, UsageKind
+from app.runtime.port.events import ContinueReason, EndStatus, EventBody, UsageKind
 from app.tools.base import ToolResult
 from app.tools.toolbox import ToolBox
 
@@ -99,6 +99,7 @@ class Continued:
 
     def stored(self, event_type: str, key: str) -> bool:
         return (event_type, key) in self.stored_events
+
     input_judged: bool = False
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
 
@@ -120,7 +121,7 @@ class TurnRun:
     max_total_tokens: int | None = None
     """Input + output of every model call of the turn; None: no cap."""
     token_quota: TokenQuota | None = None
-    """The tenant's quota, which every model call reserves from (app/runtime/quota.py)."""
+    """The tenant's quota, which every model call reserves from (app/runtime/store/quota.py)."""
     last_seq: int = 0
     seq_ceiling: int = 0
     """The highest seq this run may show followers before a write of its own reserves more

@@ -21,9 +21,9 @@ from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import ChatMessage
-from app.runtime.admission import free_slot, slot_params
-from app.runtime.journal import TurnIdentity
-from app.runtime.store import MESSAGES, RUN_COLUMNS, TURNS, message_row
+from app.runtime.port.journal import TurnIdentity
+from app.runtime.store.admission import free_slot, slot_params
+from app.runtime.store.turns import MESSAGES, RUN_COLUMNS, TURNS, message_row
 from app.runtime.stream import SEQ_BLOCK
 
 MAX_QUEUED_PER_SESSION = 16

@@ -1,5 +1,5 @@
 """Cross-replica wake-ups: every write of events NOTIFYs (in the write's own statement, see
-app/runtime/batch.py), and followers of turns run elsewhere LISTEN.
+app/runtime/store/batch.py), and followers of turns run elsewhere LISTEN.
 
 A follower whose turn runs in another process replays from `turn_events`; this only tells it
 when to look again, so a lost notification costs at most one poll interval, never an event.

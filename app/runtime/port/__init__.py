@@ -1,0 +1,1 @@
+"""What a runtime sees of the engine: the journal protocol and the event models."""
