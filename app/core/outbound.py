@@ -73,14 +73,12 @@ def host_allowed(host: str, allowed_hosts: Sequence[str]) -> bool:
 
 _GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 _NOT_GLOBAL_V6 = tuple(
-    ipaddress.ip_network(net)
-    for net in ("2001::/32", "2001:db8::/32", "3fff::/20", "64:ff9b:1::/48")
+    ipaddress.ip_network(net) for net in ("2001::/32", "2001:db8::/32", "3fff::/20", "64:ff9b:1::/48")
 )
 """Inside 2000::/3 yet not global (Teredo, documentation), plus NAT64's local-use prefix, which
 this Python's tables do not know."""
 _LAST_32_BITS = tuple(
-    ipaddress.ip_network(net)
-    for net in ("64:ff9b::/96", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96")
+    ipaddress.ip_network(net) for net in ("64:ff9b::/96", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96")
 )
 """IPv6 forms whose last 32 bits are an IPv4 address the packet reaches: NAT64's well-known
 prefix, IPv4-compatible, IPv4-mapped and IPv4-translated (SIIT)."""

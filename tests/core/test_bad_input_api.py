@@ -324,8 +324,14 @@ EMBEDDED_IPV4_HOSTS = ["[64:ff9b::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[2002:7f00:
     ],
 )  # fmt: skip
 async def test_outbound_urls_are_judged_by_the_ipv4_address_they_embed(
-    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, host: str,
-    method: str, path: str, body: Callable[[str], dict[str, Any]], field: str,
+    client: httpx.AsyncClient,
+    tenant: str,
+    auth_headers: TokenFactory,
+    host: str,
+    method: str,
+    path: str,
+    body: Callable[[str], dict[str, Any]],
+    field: str,
 ) -> None:
     admin = auth_headers(tenant, "root", roles=["admin"])
     response = await send(client, method, path, body(f"http://{host}:8080/x"), admin)

@@ -13,7 +13,7 @@ import pytest
 
 from app.core.access import request_id_from
 from app.runtime.runner import INTERNAL_ERROR_MESSAGE
-from app.runtime.store import TurnStore
+from app.runtime.store.turns import TurnStore
 from app.settings import AnthropicSettings, ObservabilitySettings, WebhookSettings
 from tests.approvals.helpers import gated_config, open_session
 from tests.conftest import TEST_SECRET, TokenFactory, make_settings, running_app
