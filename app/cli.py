@@ -1,4 +1,4 @@
-"""The `agent-runtime` command: serve | migrate | token | chat | rotate-secrets-key."""
+"""The `agent-runtime` command: serve | migrate | token | chat | eval run | rotate-secrets-key."""
 
 from __future__ import annotations
 
@@ -81,6 +81,16 @@ def _chat(args: argparse.Namespace) -> int:
     return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent_id=args.agent)
 
 
+def _eval_run(args: argparse.Namespace) -> int:
+    from app.evals.cli import EvalArgs, run_eval
+
+    evaluated = EvalArgs(
+        dataset=args.dataset, agent=args.agent, version=args.version, baseline=args.baseline,
+        fail_under=args.fail_under, tools=args.tools, concurrency=args.concurrency, as_json=args.json,
+    )  # fmt: skip
+    return run_eval(evaluated, base_url=str(args.url), token=args.token)
+
+
 def _rotate_secrets_key(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -151,6 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--url", default="http://127.0.0.1:8000")
     chat.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
     chat.set_defaults(func=_chat)
+    evals = sub.add_parser("eval", help="evaluate an agent version on a dataset (for CI)")
+    run = evals.add_subparsers(dest="eval_command", required=True).add_parser(
+        "run", help="run an eval, print its results; exit 1 under --fail-under or on a regression"
+    )
+    run.add_argument("--dataset", required=True, metavar="NAME_OR_ID")
+    run.add_argument("--agent", required=True, metavar="NAME_OR_ID")
+    run.add_argument("--version", required=True, type=int, help="the agent version to evaluate")
+    run.add_argument("--baseline", type=int, default=None, metavar="VERSION", help="compare with this version")
+    run.add_argument("--fail-under", type=float, default=None, metavar="SCORE", help="least mean score, 0 to 1")
+    run.add_argument("--tools", choices=("recorded", "live"), default="recorded")
+    run.add_argument("--concurrency", type=int, default=4)
+    run.add_argument("--json", action="store_true", help="print the results as JSON")
+    run.add_argument("--url", default="http://127.0.0.1:8000")
+    run.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
+    run.set_defaults(func=_eval_run)
     rotate = sub.add_parser(
         "rotate-secrets-key", help="add a new key to SECRETS_KEY_FILE and re-encrypt every stored provider key"
     )

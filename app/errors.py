@@ -45,6 +45,10 @@ class PayloadTooLarge(AppError):
     status, title, type_slug = 413, "Payload Too Large", "payload-too-large"
 
 
+class UnsupportedMediaType(AppError):
+    status, title, type_slug = 415, "Unsupported Media Type", "unsupported-media-type"
+
+
 class InvalidInput(AppError):
     """A semantically invalid field that passed schema validation (422 with the field named)."""
 

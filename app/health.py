@@ -8,11 +8,10 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.metrics import observe_pools
-from app.core.migrate import head_revisions, schema_problem
+from app.core.migrate import head_revisions, readiness_problem
 from app.core.problems import problem_responses
 from app.deps import ContainerDep, EngineDep, SqlDep
 from app.errors import ServiceUnavailable
@@ -38,9 +37,8 @@ async def readyz(engine: EngineDep, state: ContainerDep) -> Health:
         raise ServiceUnavailable("Not ready: this replica is shutting down", reason="draining")
     heads = await asyncio.to_thread(head_revisions)
     try:
-        async with asyncio.timeout(READY_TIMEOUT_SECONDS), engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
-            problem = await schema_problem(conn, heads)
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+            problem = await readiness_problem(engine, heads)
     except (SQLAlchemyError, OSError) as exc:  # OSError covers refused connections and TimeoutError
         raise ServiceUnavailable("Database is unreachable") from exc
     if problem is not None:

@@ -37,6 +37,8 @@ from app.core.sql import Sql, open_sql
 from app.core.sse import SSE_MEDIA_TYPE
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
+from app.evals.router import router as evals_router
+from app.evals.worker import EvalWorker
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.jwks import router as jwks_router
@@ -158,9 +160,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
     app.state.schedules = schedules
     schedules.start()
+    evals = EvalWorker(app.state.container, poll_seconds=settings.evals.poll_seconds)
+    app.state.evals = evals
+    evals.start()
     try:
         yield
     finally:
+        await evals.stop()
         await schedules.stop()
         await sweeper.stop()
         await deliveries.close()
@@ -262,6 +268,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         credentials_router,
         memory_router,
         schedules_router,
+        evals_router,
         webhooks_router,
         web_router,
         adapters_router,

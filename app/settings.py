@@ -176,6 +176,12 @@ class ScheduleSettings(BaseSettings):
     """How often each replica looks for due schedules (a tick fires at most this late)."""
 
 
+class EvalSettings(BaseSettings):
+    model_config = _group("EVAL_")
+    poll_seconds: float = Field(default=2.0, gt=0)
+    """How often each replica looks for eval runs nobody runs (new ones, or a dead replica's)."""
+
+
 class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
@@ -222,6 +228,7 @@ class Settings(BaseSettings):
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    evals: EvalSettings = Field(default_factory=EvalSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
 

@@ -22,7 +22,7 @@ from app.runtime.resume import human_decision, resume_run
 from app.runtime.store.quota import token_quota_of
 from app.runtime.stream import TurnStream
 from app.sessions.repository import SessionRepository
-from app.sessions.service import session_not_open
+from app.sessions.service import SessionService, idle_ttl, session_not_open
 from app.turns.repository import TurnRepository
 from app.usage.service import LimitsService
 
@@ -109,9 +109,11 @@ class ApprovalService:
         turn = await self._own_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
+        sessions = SessionService(db, self.principal, ttl=idle_ttl(self.container))
         session = await SessionRepository(db, self.principal.tenant_id).get(self.principal.writer, turn.session_id)
-        if session is None or session.status != "open":
-            raise session_not_open(turn.session_id, session.status if session else "closed")
+        status = await sessions.status_of(session) if session is not None else "closed"
+        if session is None or status != "open":
+            raise session_not_open(turn.session_id, status)
         return turn, session
 
     def _apply(self, approval: Approval, item: schemas.BatchDecisionItem) -> None:

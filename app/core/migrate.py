@@ -56,6 +56,14 @@ async def schema_problem(conn: AsyncConnection, heads: frozenset[str]) -> str | 
     return f"the database schema is at {current}, the migrations' head is {', '.join(sorted(heads))}: {MIGRATE_HINT}"
 
 
+async def readiness_problem(engine: AsyncEngine, heads: frozenset[str]) -> str | None:
+    """Why the database cannot take traffic, or None; raises SQLAlchemy's or the OS's error when it
+    does not answer (a bare `SELECT 1` first, so a lost connection is never read as a missing schema)."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+        return await schema_problem(conn, heads)
+
+
 async def warn_if_unmigrated(engine: AsyncEngine) -> None:
     """At start-up on PostgreSQL (never migrated implicitly there): say plainly what to run."""
     heads = await asyncio.to_thread(head_revisions)

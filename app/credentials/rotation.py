@@ -13,11 +13,10 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.credentials.repository import SealedCredentials
 from app.credentials.sealing import associated_data
-from app.models import Credential
 from app.secrets.keyring import Sealed, SecretsKeyring, SecretUnreadable
 
 BATCH = 200
@@ -39,7 +38,7 @@ async def rotate_secrets_key(engine: AsyncEngine, keyring: SecretsKeyring, *, pr
     pruned: list[str] = []
     if prune:
         async with engine.connect() as conn:
-            used = set((await conn.execute(select(Credential.key_id).distinct())).scalars())
+            used = await SealedCredentials(conn).key_ids()
         pruned = [kid for kid in rotated.key_ids[1:] if kid not in used]
         await asyncio.to_thread(rotated.without(set(pruned)).save)
     return RotationReport(rotated.current_key_id, resealed, unreadable, pruned)
@@ -51,11 +50,9 @@ async def reseal_all(engine: AsyncEngine, keyring: SecretsKeyring) -> tuple[int,
     resealed = unreadable = 0
     after: uuid.UUID | None = None
     while True:
-        stmt = select(Credential).where(Credential.key_id != current).order_by(Credential.id).limit(BATCH)
-        if after is not None:
-            stmt = stmt.where(Credential.id > after)
         async with engine.begin() as conn:
-            rows = (await conn.execute(stmt)).all()
+            credentials = SealedCredentials(conn)
+            rows = await credentials.not_under(current, after=after, limit=BATCH)
             if not rows:
                 return resealed, unreadable
             after = rows[-1].id
@@ -67,9 +64,4 @@ async def reseal_all(engine: AsyncEngine, keyring: SecretsKeyring) -> tuple[int,
                     unreadable += 1
                     continue
                 sealed = keyring.seal(plaintext, associated)
-                result = await conn.execute(
-                    update(Credential)
-                    .where(Credential.id == row.id, Credential.key_id == row.key_id)
-                    .values(key_id=sealed.key_id, sealed_key=sealed.blob)
-                )
-                resealed += int(getattr(result, "rowcount", 0))
+                resealed += await credentials.reseal(row.id, was=row.key_id, key_id=sealed.key_id, blob=sealed.blob)

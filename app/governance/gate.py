@@ -7,9 +7,7 @@ import logging
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import bindparam, select
-
-from app.core.sql import Query, Sql
+from app.core.sql import Sql
 from app.governance.policy import (
     ENGINE_ERROR_RULE_ID,
     HASH_UNAVAILABLE,
@@ -20,22 +18,14 @@ from app.governance.policy import (
     decide_pre_llm,
     parse_rules,
 )
-from app.models import TenantPolicy
+from app.governance.store import newest_tenant_policies
 
 log = logging.getLogger(__name__)
 
 
-NEWEST_TENANT_POLICIES = Query(
-    select(TenantPolicy.policies)
-    .where(TenantPolicy.tenant_id == bindparam("tenant_id"))
-    .order_by(TenantPolicy.version.desc())
-    .limit(1)
-)
-
-
 async def load_tenant_rules(sql: Sql, tenant_id: str) -> tuple[PolicyRule, ...]:
     """One read of the newest version: a single statement, no transaction around it."""
-    raw = await sql.fetchval(NEWEST_TENANT_POLICIES, {"tenant_id": tenant_id})
+    raw = await newest_tenant_policies(sql, tenant_id)
     return parse_rules(raw) if raw else ()
 
 

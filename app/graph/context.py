@@ -11,6 +11,7 @@ from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
 from app.runtime.port.journal import Continued, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
+from app.tools.recorded import agent_config_of
 from app.tools.toolbox import ToolBox
 
 
@@ -38,7 +39,7 @@ class TurnContext:
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
         return cls(
             ident=run.ident,
-            config=AgentConfig.model_validate({**run.snapshot, "policies": []}),
+            config=AgentConfig.model_validate({**agent_config_of(run.snapshot), "policies": []}),
             model=run.snapshot["model"],
             journal=journal,
             provider=services.provider,

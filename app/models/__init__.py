@@ -7,6 +7,8 @@ from app.models.audit_record import AuditRecord
 from app.models.base import Base
 from app.models.credential import Credential
 from app.models.credential_setting import CredentialSetting
+from app.models.dataset import Dataset, DatasetItem
+from app.models.eval_run import EvalResult, EvalRun
 from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
@@ -33,6 +35,10 @@ __all__ = [
     "Base",
     "Credential",
     "CredentialSetting",
+    "Dataset",
+    "DatasetItem",
+    "EvalResult",
+    "EvalRun",
     "MemoryItem",
     "Message",
     "PolicyDecision",

@@ -43,6 +43,8 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
     status: Mapped[str] = mapped_column(String(16), default="open")
     external_id: Mapped[str | None] = mapped_column(String(256))
+    purpose: Mapped[str] = mapped_column(String(16), default="chat", server_default="chat")
+    """`chat`, or `eval`: a session of an eval run (app/evals), left out of session lists."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
     last_active_at: Mapped[datetime] = mapped_column(
         UtcDateTime(), default=utcnow, server_default=text("CURRENT_TIMESTAMP")

@@ -34,6 +34,7 @@ from app.runtime.store.quota import LedgerQuota, token_quota_of
 from app.runtime.store.turns import TurnStore, end_unowned_turn
 from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
 from app.tools.mcp_gateway import McpGatewayClient
+from app.tools.recorded import Recording
 from app.tools.toolbox import LocalTools, ToolBox
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,7 @@ class TurnManager:
                 gateway_token=gateway_token,
                 team_unit=str(snapshot.get("context", {}).get("team_unit", "default")),
                 local=self._memory(run),
+                recording=Recording.of(snapshot),
             ),
             governance=Governance(
                 self.store.sql,

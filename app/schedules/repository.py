@@ -8,7 +8,7 @@ from sqlalchemy import select, update
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import Agent, Schedule, ScheduleFiring
+from app.models import Agent, Schedule, ScheduleFiring, Turn
 
 AGENT_ARCHIVED = "its agent was archived"
 
@@ -73,3 +73,21 @@ class DueSchedules:
             .limit(limit)
         )
         return [(f, s) for f, s in (await self.session.execute(stmt)).all()]
+
+    def add_firing(self, firing: ScheduleFiring) -> None:
+        self.session.add(firing)
+
+    async def lock_unstarted(self, firing_id: uuid.UUID) -> ScheduleFiring | None:
+        """The firing, locked for this transaction, if it has not started and no other replica holds it."""
+        stmt = (
+            select(ScheduleFiring)
+            .where(ScheduleFiring.id == firing_id, ScheduleFiring.started.is_(False))
+            .with_for_update(skip_locked=True)
+        )
+        firing: ScheduleFiring | None = (await self.session.execute(stmt)).scalars().first()
+        return firing
+
+    async def turn_stored(self, firing: ScheduleFiring) -> bool:
+        """Whether the firing's turn was stored (its start ran, and the replica died before marking it)."""
+        stmt = select(Turn.id).where(Turn.tenant_id == firing.tenant_id, Turn.id == firing.turn_id)
+        return (await self.session.execute(stmt)).first() is not None

@@ -23,14 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.principal import Principal
 from app.container import AppState
 from app.core.db import unit_of_work
 from app.errors import AppError
-from app.models import Schedule, ScheduleFiring, Turn
+from app.models import Schedule, ScheduleFiring
 from app.models.base import utcnow
 from app.schedules import cron
 from app.schedules.repository import DueSchedules
@@ -99,7 +98,7 @@ class ScheduleWorker:
             due = DueSchedules(db)
             await due.disable_orphaned()
             for schedule in await due.claim(now, limit=CLAIM_BATCH):
-                db.add(
+                due.add_firing(
                     ScheduleFiring(
                         id=uuid.uuid4(),
                         tenant_id=schedule.tenant_id,
@@ -118,18 +117,11 @@ class ScheduleWorker:
     async def _start(self, firing_id: uuid.UUID, schedule: _Plan) -> bool:
         """Start one firing's turn under the firing's row lock; False if another replica has it."""
         async with unit_of_work(self.state.session_factory) as db:
-            stmt = (
-                select(ScheduleFiring)
-                .where(ScheduleFiring.id == firing_id, ScheduleFiring.started.is_(False))
-                .with_for_update(skip_locked=True)
-            )
-            firing = (await db.execute(stmt)).scalars().first()
+            due = DueSchedules(db)
+            firing = await due.lock_unstarted(firing_id)
             if firing is None:
                 return False
-            stored = await db.execute(
-                select(Turn.id).where(Turn.tenant_id == firing.tenant_id, Turn.id == firing.turn_id)
-            )
-            if stored.first() is None:
+            if not await due.turn_stored(firing):
                 firing.error = await self._launch(firing, schedule)
             firing.started = True
         return True

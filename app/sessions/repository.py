@@ -1,13 +1,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Select
+from sqlalchemy import Select, bindparam, delete, exists, func, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import Label
 
 from app.auth.principal import Principal
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import Message, Session
+from app.models import Approval, Message, Session, Summary, Turn, TurnEvent
+from app.models.base import utcnow
+from app.sessions.expiry import Activity, IdleTtl
 
 
 class SessionRepository(TenantRepository[Session]):
@@ -25,12 +33,32 @@ class SessionRepository(TenantRepository[Session]):
     async def page(
         self, principal: Principal, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None
     ) -> list[Session]:
-        stmt = self.visible(principal)
+        stmt = self.visible(principal).where(Session.purpose != "eval")
         if agent_id is not None:
             stmt = stmt.where(Session.agent_id == agent_id)
         return await self.all(
             paginate(stmt, created_at=Session.created_at, row_id=Session.id, limit=limit, cursor=cursor)
         )
+
+    async def activity(self, sessions: Sequence[Session]) -> dict[uuid.UUID, Activity]:
+        """What tells whether these sessions are idle (app/sessions/expiry.py): one statement."""
+        if not sessions:
+            return {}
+        stmt = select(Session.id, Session.last_active_at, *latest_turn_columns()).where(
+            Session.tenant_id == self.tenant_id, Session.id.in_([s.id for s in sessions])
+        )
+        rows = (await self.session.execute(stmt)).all()
+        return {r.id: Activity(r.last_active_at, r.turn_status, r.turn_at) for r in rows}
+
+
+def latest_turn_columns() -> tuple[Label[Any], Label[Any]]:
+    """The status and last change of the session's latest turn, as columns of a statement on sessions."""
+    latest = select(Turn.status, Turn.updated_at).where(Turn.session_id == Session.id)
+    latest = latest.order_by(Turn.created_at.desc()).limit(1)
+    return (
+        latest.with_only_columns(Turn.status).scalar_subquery().label("turn_status"),
+        latest.with_only_columns(Turn.updated_at).scalar_subquery().label("turn_at"),
+    )
 
 
 class MessageRepository(TenantRepository[Message]):
@@ -39,3 +67,125 @@ class MessageRepository(TenantRepository[Message]):
     async def page(self, session_id: uuid.UUID, *, after: int, limit: int) -> list[Message]:
         stmt = self.readable().where(Message.session_id == session_id, Message.id > after)
         return await self.all(stmt.order_by(Message.id).limit(limit + 1))
+
+
+EXPIRED_REASON = "the session expired while this call waited for a decision"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnKey:
+    tenant_id: str
+    turn_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    sessions: list[uuid.UUID]
+    interrupted_turns: list[TurnKey]
+    """Turns that waited for approvals in the expired sessions: to be ended by the caller."""
+    candidates: int
+    """Sessions examined (a full batch means there may be more)."""
+
+
+class SweepRepository:
+    """The statements of the session sweep: idle expiry and retention, each a bounded batch.
+
+    Both read sessions through a partial index (open sessions by `last_active_at`, ended and not yet
+    purged sessions by `closed_at`), so a pass costs its batch, not the table. The sweep is the
+    service's own housekeeping across tenants; every statement is keyed by session or turn ids it
+    selected.
+    """
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def try_lock(self, key: int) -> bool:
+        """PostgreSQL: take the transaction-level advisory lock `key`, False if another holds it."""
+        return bool(await self.conn.scalar(select(func.pg_try_advisory_xact_lock(key))))
+
+    async def expire_idle(self, ttl: IdleTtl, *, now: datetime, batch: int) -> Expired:
+        """Expire up to `batch` open sessions idle past `ttl` at `now` (app/sessions/expiry.py), each
+        closed at the instant it expired; expire their pending approvals.
+
+        A candidate whose latest turn is busy, or changed within the TTL (a long turn, a resumed
+        one), is not idle: its `last_active_at` catches up instead, so it leaves the front of the
+        index and the next pass sees other sessions.
+        """
+        cutoff = ttl.cutoff(now)
+        assert cutoff is not None
+        stmt = (
+            select(Session.id, Session.last_active_at, *latest_turn_columns())
+            .where(Session.status == "open", Session.last_active_at < cutoff)
+            .order_by(Session.last_active_at)
+            .limit(batch)
+        )
+        if self.conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update(of=Session, skip_locked=True)
+        rows = (await self.conn.execute(stmt)).all()
+        active, idle = [], []
+        for r in rows:
+            activity = Activity(r.last_active_at, r.turn_status, r.turn_at)
+            expired_at = ttl.expired_at(activity, now)
+            if expired_at is None:
+                active.append({"sid": r.id, "at": activity.idle_since() or now})
+            else:
+                idle.append({"sid": r.id, "at": expired_at})
+        if active:
+            await self.conn.execute(
+                update(Session).where(Session.id == bindparam("sid")).values(last_active_at=bindparam("at")), active
+            )
+        if not idle:
+            return Expired([], [], len(rows))
+        await self.conn.execute(
+            update(Session)
+            .where(Session.id == bindparam("sid"), Session.status == "open")
+            .values(status="expired", closed_at=bindparam("at"), updated_at=now),
+            idle,
+        )
+        ids = [i["sid"] for i in idle]
+        await self.conn.execute(
+            update(Approval)
+            .where(Approval.session_id.in_(ids), Approval.status == "pending")
+            .values(status="expired", decision_reason=EXPIRED_REASON, decided_at=now)
+        )
+        turns = await self.conn.execute(
+            select(Turn.tenant_id, Turn.id).where(Turn.session_id.in_(ids), Turn.status == "interrupted")
+        )
+        return Expired(ids, [TurnKey(t.tenant_id, t.id) for t in turns], len(rows))
+
+    async def interrupted_in_ended_sessions(self, *, limit: int) -> list[TurnKey]:
+        """Interrupted turns left in expired sessions (a sweep stopped before ending them)."""
+        stmt = (
+            select(Turn.tenant_id, Turn.id)
+            .where(Turn.status == "interrupted")
+            .where(exists().where(Session.id == Turn.session_id, Session.status == "expired"))
+            .limit(limit)
+        )
+        return [TurnKey(t.tenant_id, t.id) for t in await self.conn.execute(stmt)]
+
+    async def sessions_to_purge(self, *, cutoff: datetime, batch: int) -> list[uuid.UUID]:
+        stmt = (
+            select(Session.id)
+            .where(Session.status.in_(("closed", "expired")), Session.purged_at.is_(None), Session.closed_at < cutoff)
+            .order_by(Session.closed_at)
+            .limit(batch)
+        )
+        return list(await self.conn.scalars(stmt))
+
+    async def delete_events(self, sessions: Sequence[uuid.UUID], *, rows: int) -> int:
+        """Delete at most `rows` stored events of these sessions' turns; how many went."""
+        turns = select(Turn.id).where(Turn.session_id.in_(sessions))
+        chunk = select(TurnEvent.turn_id, TurnEvent.seq).where(TurnEvent.turn_id.in_(turns)).limit(rows)
+        result = await self.conn.execute(delete(TurnEvent).where(tuple_(TurnEvent.turn_id, TurnEvent.seq).in_(chunk)))
+        return int(result.rowcount)
+
+    async def delete_messages(self, sessions: Sequence[uuid.UUID], *, rows: int) -> int:
+        """Delete at most `rows` messages (and then the summaries made of them) of these sessions."""
+        chunk = select(Message.id).where(Message.session_id.in_(sessions)).limit(rows)
+        deleted = int((await self.conn.execute(delete(Message).where(Message.id.in_(chunk)))).rowcount)
+        if deleted < rows:
+            await self.conn.execute(delete(Summary).where(Summary.session_id.in_(sessions)))
+        return deleted
+
+    async def mark_purged(self, sessions: Sequence[uuid.UUID]) -> None:
+        await self.conn.execute(update(Session).where(Session.id.in_(sessions)).values(purged_at=utcnow()))

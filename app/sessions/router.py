@@ -9,13 +9,13 @@ from app.core.pagination import MAX_LIMIT, Page
 from app.core.problems import problem_responses
 from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.sessions import schemas
-from app.sessions.service import SessionService, new_session
+from app.sessions.service import SessionService, idle_ttl, new_session
 
 router = APIRouter(prefix="/sessions", tags=["sessions"], responses=problem_responses(401, 422))
 
 
-async def get_service(db: SessionDep, principal: CurrentPrincipal) -> SessionService:
-    return SessionService(db, principal)
+async def get_service(db: SessionDep, principal: CurrentPrincipal, container: ContainerDep) -> SessionService:
+    return SessionService(db, principal, ttl=idle_ttl(container))
 
 
 Service = Annotated[SessionService, Depends(get_service)]
@@ -57,7 +57,7 @@ async def list_sessions(
     responses=problem_responses(404),
 )
 async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Session:
-    return schemas.Session.model_validate(await service.get(session_id))
+    return await service.read(session_id)
 
 
 @router.get(

@@ -17,6 +17,7 @@ from app.errors import BadRequest, Conflict, NotFound
 from app.models import Session
 from app.models.base import utcnow
 from app.sessions import schemas
+from app.sessions.expiry import IdleTtl
 from app.sessions.repository import MessageRepository, SessionRepository
 from app.sessions.store import create_pinned, get_or_create_pinned
 
@@ -38,16 +39,25 @@ async def new_session(
         row, created = await create_pinned(container.sql, **fields, session_id=session_id), True
     else:
         row, created = await get_or_create_pinned(container.sql, **fields, external_id=data.external_id)
-    if row is not None:
+    ttl = idle_ttl(container)
+    if row is not None and (created or not ttl.may_have_expired(row["last_active_at"], utcnow())):
         return schemas.Session.model_validate(dict(row)), created
     async with unit_of_work(container.session_factory) as db:
-        return schemas.Session.model_validate(await SessionService(db, principal).create(data)), True
+        service = SessionService(db, principal, ttl=ttl)
+        if row is not None:
+            return await service.read(row["id"]), False
+        return schemas.Session.model_validate(await service.create(data)), True
+
+
+def idle_ttl(container: Container) -> IdleTtl:
+    return IdleTtl(container.settings.lifecycle.session_idle_ttl_seconds)
 
 
 class SessionService:
-    def __init__(self, db: AsyncSession, principal: Principal) -> None:
+    def __init__(self, db: AsyncSession, principal: Principal, *, ttl: IdleTtl) -> None:
         self.db = db
         self.principal = principal
+        self.ttl = ttl
         self.sessions = SessionRepository(db, principal.tenant_id)
         self.messages = MessageRepository(db, principal.tenant_id)
 
@@ -81,14 +91,36 @@ class SessionService:
             raise NotFound(f"Session {session_id} not found")
         return session
 
+    async def read(self, session_id: uuid.UUID) -> schemas.Session:
+        (view,) = await self.views([await self.get(session_id)])
+        return view
+
+    async def status_of(self, session: Session) -> str:
+        """The session's status now: `expired` once idle past the TTL, swept or not (app/sessions/expiry.py)."""
+        (view,) = await self.views([session])
+        return view.status
+
+    async def views(self, rows: list[Session]) -> list[schemas.Session]:
+        """The sessions as a reader sees them now; one more statement only if some may be idle past the TTL."""
+        now = utcnow()
+        stale = [s for s in rows if s.status == "open" and self.ttl.may_have_expired(s.last_active_at, now)]
+        activity = await self.sessions.activity(stale)
+        views = []
+        for row in rows:
+            view = schemas.Session.model_validate(row)
+            expired_at = self.ttl.expired_at(activity[row.id], now) if row.id in activity else None
+            views.append(view.model_copy(update={"status": "expired", "closed_at": expired_at}) if expired_at else view)
+        return views
+
     async def page(self, *, agent_id: uuid.UUID | None, limit: int, cursor: str | None) -> Page[schemas.Session]:
         rows = await self.sessions.page(self.principal, agent_id=agent_id, limit=limit, cursor=cursor)
         items, next_cursor = page_of(rows, limit)
-        return Page(items=[schemas.Session.model_validate(s) for s in items], next_cursor=next_cursor)
+        return Page(items=await self.views(items), next_cursor=next_cursor)
 
     async def close(self, session_id: uuid.UUID) -> None:
+        """Close an open session; one that ended (closed, or expired even if not swept yet) stays as it is."""
         session = await self.get(session_id, for_update=True)
-        if session.status != "open":
+        if await self.status_of(session) != "open":
             return
         session.status = "closed"
         session.closed_at = utcnow()

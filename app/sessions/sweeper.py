@@ -19,19 +19,24 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.models.base import utcnow
 from app.runtime.port.events import EndStatus
-from app.sessions import lifecycle
-from app.sessions.lifecycle import SESSION_EXPIRED, TurnKey
+from app.sessions.expiry import IdleTtl
+from app.sessions.repository import SweepRepository, TurnKey
 from app.settings import LifecycleSettings
 
 log = logging.getLogger(__name__)
 SWEEP_LOCK_KEY = 0x6172_5F73_7765_6570  # "ar_sweep"
 """The advisory lock that makes one replica at a time sweep."""
+
+SESSION_EXPIRED = {
+    "code": "session_expired",
+    "message": "the session expired (idle past SESSION_IDLE_TTL_SECONDS) while this turn waited for approvals",
+}
+"""The error of an interrupted turn ended because its session expired."""
 
 EndTurn = Callable[[TurnKey], Awaitable[bool]]
 
@@ -122,25 +127,24 @@ class SessionSweeper:
         return report
 
     @asynccontextmanager
-    async def _pass(self) -> AsyncIterator[AsyncConnection | None]:
+    async def _pass(self) -> AsyncIterator[SweepRepository | None]:
         """A transaction holding the sweep lock, or None if another replica sweeps right now."""
         async with self._engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                locked = await conn.scalar(select(func.pg_try_advisory_xact_lock(SWEEP_LOCK_KEY)))
-                if not locked:
-                    yield None
-                    return
-            yield conn
+            sweep = SweepRepository(conn)
+            if conn.dialect.name == "postgresql" and not await sweep.try_lock(SWEEP_LOCK_KEY):
+                yield None
+                return
+            yield sweep
 
     async def _expire(self, report: SweepReport) -> None:
         limits = self._limits
-        cutoff = utcnow() - timedelta(seconds=limits.idle_ttl_seconds)
+        ttl, now = IdleTtl(limits.idle_ttl_seconds), utcnow()
         for _ in range(limits.max_passes):
-            async with self._pass() as conn:
-                if conn is None:
+            async with self._pass() as sweep:
+                if sweep is None:
                     return
-                expired = await lifecycle.expire_idle(conn, cutoff=cutoff, batch=limits.session_batch)
-                leftover = await lifecycle.interrupted_in_ended_sessions(conn, limit=limits.session_batch)
+                expired = await sweep.expire_idle(ttl, now=now, batch=limits.session_batch)
+                leftover = await sweep.interrupted_in_ended_sessions(limit=limits.session_batch)
             report.expired += len(expired.sessions)
             for turn in dict.fromkeys([*expired.interrupted_turns, *leftover]):
                 report.turns_ended += int(await self._end_turn(turn))
@@ -151,10 +155,10 @@ class SessionSweeper:
         limits = self._limits
         cutoff = utcnow() - timedelta(days=limits.retention_days)
         for _ in range(limits.max_passes):
-            async with self._pass() as conn:
-                if conn is None:
+            async with self._pass() as sweep:
+                if sweep is None:
                     return
-                sessions = await lifecycle.sessions_to_purge(conn, cutoff=cutoff, batch=limits.purge_sessions)
+                sessions = await sweep.sessions_to_purge(cutoff=cutoff, batch=limits.purge_sessions)
             if not sessions or not await self._purge_sessions(sessions, report):
                 return
             report.purged += len(sessions)
@@ -164,17 +168,17 @@ class SessionSweeper:
     async def _purge_sessions(self, sessions: list[uuid.UUID], report: SweepReport) -> bool:
         """Delete the sessions' events, then their messages, a bounded chunk per statement."""
         rows = self._limits.purge_rows
-        for delete_chunk in (lifecycle.delete_events, lifecycle.delete_messages):
+        for delete_chunk in (SweepRepository.delete_events, SweepRepository.delete_messages):
             while True:
-                async with self._pass() as conn:
-                    if conn is None:
+                async with self._pass() as sweep:
+                    if sweep is None:
                         return False
-                    deleted = await delete_chunk(conn, sessions, rows=rows)
+                    deleted = await delete_chunk(sweep, sessions, rows=rows)
                 report.rows_deleted += deleted
                 if deleted < rows:
                     break
-        async with self._pass() as conn:
-            if conn is None:
+        async with self._pass() as sweep:
+            if sweep is None:
                 return False
-            await lifecycle.mark_purged(conn, sessions)
+            await sweep.mark_purged(sessions)
         return True

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from app.governance.policy import Decision
 from app.providers.base import ToolCall, ToolSpec
 from app.tools.base import ToolResult
 from app.tools.builtin import BUILTIN_TOOLS, run_builtin
 from app.tools.mcp_gateway import McpGatewayClient, filter_tools
+from app.tools.recorded import Recording
 
 
 class LocalTools(Protocol):
@@ -29,6 +31,7 @@ class ToolBox:
         gateway_token: Callable[[], str] | None,
         team_unit: str,
         local: LocalTools | None = None,
+        recording: Recording | None = None,
     ) -> None:
         refs = [r.removeprefix("builtin:") for r in tool_refs if r.startswith("builtin:")]
         self._local = local
@@ -40,6 +43,8 @@ class ToolBox:
         self._token = gateway_token
         self._team_unit = team_unit
         self._mcp_specs: list[ToolSpec] | None = None
+        self._recording = recording
+        """Set for an eval session with recorded tools: every call is answered from it, none runs."""
 
     async def specs(self) -> list[ToolSpec]:
         """Built-ins, then MCP tools from `tools/list` (raises McpGatewayUnavailable; discovered once)."""
@@ -65,7 +70,14 @@ class ToolBox:
         server, sep, _ = name.partition("__")
         return bool(sep) and server in self.servers
 
+    def refusal(self, call: ToolCall, policy_hash: str) -> Decision | None:
+        """Why this call may not run at all (a recorded eval turn's call with no recording), or None."""
+        return None if self._recording is None else self._recording.refusal(call, policy_hash)
+
     async def run(self, call: ToolCall, idempotency_key: str) -> ToolResult:
+        if self._recording is not None:
+            recorded = self._recording.result(call)
+            return recorded or ToolResult(f"no recorded result for {call.name}", is_error=True)
         if self._local is not None and call.name in self._local_names:
             return await self._local.run(call.name, call.arguments)
         if call.name in self.builtins:

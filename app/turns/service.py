@@ -31,7 +31,7 @@ from app.runtime.store.queue import QueueFull
 from app.runtime.store.quota import token_quota_of
 from app.runtime.store.turns import message_row
 from app.runtime.stream import RECONNECT_MS, SEQ_BLOCK
-from app.sessions.service import SessionService, session_not_open
+from app.sessions.service import SessionService, idle_ttl, session_not_open
 from app.turns import schemas
 from app.turns.repository import TurnRepository
 
@@ -117,10 +117,13 @@ class TurnService:
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")
-        if session["status"] != "open":
-            raise session_not_open(session_id, session["status"])
-        self._admit_runtime(session["id"], session["snapshot"])
         now = utcnow()
+        status = session["status"]
+        if status == "open" and idle_ttl(self.container).may_have_expired(session["last_active_at"], now):
+            status = await self._session_status(session_id)
+        if status != "open":
+            raise session_not_open(session_id, status)
+        self._admit_runtime(session["id"], session["snapshot"])
         admission = Admission.of(session)
         admission.check_quota(now)
         asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
@@ -157,6 +160,15 @@ class TurnService:
             max_steps=max_steps or 0,
             seq_ceiling=SEQ_BLOCK,
         )
+
+    async def _session_status(self, session_id: uuid.UUID) -> str:
+        """The status of a session whose last turn started longer ago than the TTL (off the hot path)."""
+        async with self._uow() as db:
+            service = self._sessions(db)
+            return await service.status_of(await service.get(session_id))
+
+    def _sessions(self, db: AsyncSession) -> SessionService:
+        return SessionService(db, self.principal, ttl=idle_ttl(self.container))
 
     async def _store_queued(self, turn: dict[str, Any]) -> None:
         try:
@@ -204,7 +216,7 @@ class TurnService:
 
     async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
         async with self._uow() as db:
-            await SessionService(db, self.principal).get(session_id)
+            await self._sessions(db).get(session_id)
             rows = await TurnRepository(db, self.principal.tenant_id).page(
                 self.principal, session_id, limit=limit, cursor=cursor
             )
@@ -253,7 +265,7 @@ class TurnService:
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
         async with self._uow() as db:
-            await SessionService(db, self.principal).close(session_id)
+            await self._sessions(db).close(session_id)
             active = await TurnRepository(db, self.principal.tenant_id).active_in(session_id)
         if active is not None:
             with contextlib.suppress(Conflict):

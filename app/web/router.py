@@ -41,6 +41,12 @@ async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
+@router.get("/web/evals", include_in_schema=False)
+async def evals_page() -> FileResponse:
+    """An eval's figures per check beside its baseline's, and its items (app/web/static/evals.js)."""
+    return FileResponse(STATIC_DIR / "evals.html", media_type="text/html", headers=PAGE_HEADERS)
+
+
 def _refusal(request: Request, settings: Settings) -> str | None:
     server = request.scope.get("server")
     return refusal(

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import Table, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
@@ -35,3 +39,52 @@ class DeliveryRepository(TenantRepository[WebhookDelivery]):
             stmt, created_at=WebhookDelivery.created_at, row_id=WebhookDelivery.id, limit=limit, cursor=cursor
         )
         return await self.all(stmt)
+
+
+DELIVERIES: Table = WebhookDelivery.__table__  # type: ignore[assignment]
+WEBHOOKS: Table = Webhook.__table__  # type: ignore[assignment]
+
+
+class Outbox:
+    """The delivery worker's statements across tenants (Core, on a connection of its own): it claims
+    due deliveries, reads their webhooks and settles each delivery by the id it claimed."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def claim(self, now: datetime, *, lease: timedelta, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` due deliveries in one statement, hidden from other replicas for `lease` and
+        their attempt counted; on PostgreSQL rows another replica is claiming are skipped."""
+        due = (
+            select(DELIVERIES.c.id)
+            .where(DELIVERIES.c.status == "pending", DELIVERIES.c.next_attempt_at <= now)
+            .order_by(DELIVERIES.c.next_attempt_at)
+            .limit(limit)
+        )
+        if self.conn.dialect.name == "postgresql":
+            due = due.with_for_update(skip_locked=True)
+        claim = (
+            update(DELIVERIES)
+            .where(DELIVERIES.c.id.in_(due.scalar_subquery()))
+            .values(next_attempt_at=now + lease, attempts=DELIVERIES.c.attempts + 1, last_attempt_at=now)
+            .returning(
+                DELIVERIES.c.id,
+                DELIVERIES.c.tenant_id,
+                DELIVERIES.c.webhook_id,
+                DELIVERIES.c.payload,
+                DELIVERIES.c.attempts,
+                DELIVERIES.c.created_at,
+                DELIVERIES.c.last_error,
+            )
+        )
+        return [dict(row) for row in (await self.conn.execute(claim)).mappings()]
+
+    async def webhooks(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+        """The claimed deliveries' webhooks by id (the caller checks each one's tenant against its delivery)."""
+        stmt = select(
+            WEBHOOKS.c.id, WEBHOOKS.c.tenant_id, WEBHOOKS.c.url, WEBHOOKS.c.secret_key_id, WEBHOOKS.c.secret_sealed
+        ).where(WEBHOOKS.c.id.in_(ids))
+        return {row["id"]: dict(row) for row in (await self.conn.execute(stmt)).mappings()}
+
+    async def settle(self, delivery_id: uuid.UUID, values: Mapping[str, Any]) -> None:
+        await self.conn.execute(update(DELIVERIES).where(DELIVERIES.c.id == delivery_id).values(dict(values)))

@@ -14,23 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import Table, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.logs import get_logger
 from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.sealing import SealedSecret, SecretSealer
 from app.models.base import utcnow
-from app.models.webhook import Webhook
-from app.models.webhook_delivery import WebhookDelivery
 from app.settings import WebhookSettings
+from app.webhooks.repository import Outbox
 from app.webhooks.service import secret_binding
 from app.webhooks.signing import secret_key, signed_headers
 
@@ -39,8 +36,6 @@ BATCH = 20
 MAX_ERROR_CHARS = 300
 FIRST_RETRY_SECONDS = 5.0
 MAX_RETRY_SECONDS = 3600.0
-DELIVERIES: Table = WebhookDelivery.__table__  # type: ignore[assignment]
-WEBHOOKS: Table = Webhook.__table__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +86,6 @@ class DeliveryWorker:
         self.config = config
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._postgres = engine.dialect.name == "postgresql"
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="webhook-deliveries")
@@ -123,50 +117,18 @@ class DeliveryWorker:
 
     async def run_once(self) -> int:
         """Claim and attempt the due deliveries; returns how many were claimed."""
-        claimed = await self._claim()
+        async with self.engine.begin() as conn:
+            claimed = await Outbox(conn).claim(utcnow(), lease=self.config.lease, limit=BATCH)
         if not claimed:
             return 0
-        hooks = await self._webhooks({row["webhook_id"] for row in claimed})
+        async with self.engine.connect() as conn:
+            hooks = await Outbox(conn).webhooks({row["webhook_id"] for row in claimed})
         outcomes = await asyncio.gather(*(self._attempt(row, hooks.get(row["webhook_id"])) for row in claimed))
         async with self.engine.begin() as conn:
+            outbox = Outbox(conn)
             for row, outcome in zip(claimed, outcomes, strict=True):
-                await conn.execute(self._record(row, outcome))
+                await outbox.settle(row["id"], self._settled(row, outcome, utcnow()))
         return len(claimed)
-
-    async def _claim(self) -> list[dict[str, Any]]:
-        now = utcnow()
-        due = (
-            select(DELIVERIES.c.id)
-            .where(DELIVERIES.c.status == "pending", DELIVERIES.c.next_attempt_at <= now)
-            .order_by(DELIVERIES.c.next_attempt_at)
-            .limit(BATCH)
-        )
-        if self._postgres:
-            due = due.with_for_update(skip_locked=True)
-        claim = (
-            update(DELIVERIES)
-            .where(DELIVERIES.c.id.in_(due.scalar_subquery()))
-            .values(next_attempt_at=now + self.config.lease, attempts=DELIVERIES.c.attempts + 1, last_attempt_at=now)
-            .returning(
-                DELIVERIES.c.id,
-                DELIVERIES.c.tenant_id,
-                DELIVERIES.c.webhook_id,
-                DELIVERIES.c.payload,
-                DELIVERIES.c.attempts,
-                DELIVERIES.c.created_at,
-                DELIVERIES.c.last_error,
-            )
-        )
-        async with self.engine.begin() as conn:
-            return [dict(row) for row in (await conn.execute(claim)).mappings()]
-
-    async def _webhooks(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
-        stmt = select(
-            WEBHOOKS.c.id, WEBHOOKS.c.tenant_id, WEBHOOKS.c.url, WEBHOOKS.c.secret_key_id, WEBHOOKS.c.secret_sealed
-        )
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(stmt.where(WEBHOOKS.c.id.in_(ids)))).mappings()
-            return {row["id"]: dict(row) for row in rows}
 
     async def _attempt(self, delivery: dict[str, Any], hook: dict[str, Any] | None) -> Outcome:
         if hook is None or hook["tenant_id"] != delivery["tenant_id"]:
@@ -200,8 +162,8 @@ class DeliveryWorker:
             return Outcome(ok=True, status=status)
         return Outcome(ok=False, status=status, error=f"HTTP {status}")
 
-    def _record(self, delivery: dict[str, Any], outcome: Outcome) -> Any:
-        now = utcnow()
+    def _settled(self, delivery: dict[str, Any], outcome: Outcome, now: datetime) -> dict[str, Any]:
+        """The delivery's columns after this attempt: delivered, due again after a back-off, or failed."""
         values: dict[str, Any] = {"response_status": outcome.status, "last_error": outcome.error}
         if outcome.ok:
             values.update(status="delivered", delivered_at=now, last_error=delivery["last_error"])
@@ -213,4 +175,4 @@ class DeliveryWorker:
                 values.update(next_attempt_at=next_at)
             if outcome.error is not None:
                 values["last_error"] = outcome.error[:MAX_ERROR_CHARS]
-        return update(DELIVERIES).where(DELIVERIES.c.id == delivery["id"]).values(values)
+        return values

@@ -48,7 +48,7 @@ POLICY_ROW = Query(
         TenantPolicy.tenant_id == bindparam("tenant"), TenantPolicy.version == bindparam("version")
     )
 )
-NEWEST_POLICIES = Query(  # the shape of app.governance.gate.NEWEST_TENANT_POLICIES: a literal LIMIT
+NEWEST_POLICIES = Query(  # the shape of app.governance.store.NEWEST_TENANT_POLICIES: a literal LIMIT
     select(TenantPolicy.policies)
     .where(TenantPolicy.tenant_id == bindparam("tenant"))
     .order_by(TenantPolicy.version.desc())

@@ -111,16 +111,78 @@ async def test_an_idle_session_expires_and_refuses_turns(
     assert [m["content"] for m in messages] == ["hello", "hi"]
 
 
+async def test_a_session_idle_past_its_ttl_is_expired_before_any_sweep(
+    backend: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> None:
+    """The TTL is a promise: read, listed, found by its external_id or sent a turn, the session is expired
+    the moment its TTL has passed; the sweep then stores what readers already saw."""
+    app, client = backend
+    agent = await create_agent(client, alice, scripted_config({"text": "hi"}))
+    body = {"agent_id": agent["id"], "external_id": "idle-thread"}
+    idle = (await client.post("/sessions", json=body, headers=alice)).json()
+    fresh = (await client.post("/sessions", json={"agent_id": agent["id"]}, headers=alice)).json()
+    await read_turn(client, "POST", f"/sessions/{idle['id']}/turns", json={"input": "hello"}, headers=alice)
+    active_at = utcnow() - timedelta(seconds=TTL + 60)
+    await _age_session(app, idle["id"], last_active_at=active_at)
+    await _age_turns(app, idle["id"], TTL + 60)
+    turns_before = await _count(app, Turn.id, Turn.session_id == uuid.UUID(idle["id"]))
+
+    read = (await client.get(f"/sessions/{idle['id']}", headers=alice)).json()
+    listed = {s["id"]: s for s in (await client.get("/sessions", headers=alice)).json()["items"]}
+    found = await client.post("/sessions", json=body, headers=alice)
+    refused = await client.post(f"/sessions/{idle['id']}/turns", json={"input": "again"}, headers=alice)
+
+    assert read["status"] == "expired"
+    assert read["closed_at"] is not None
+    assert read["closed_at"] < utcnow().isoformat()
+    assert listed[idle["id"]] == read
+    assert listed[fresh["id"]]["status"] == "open"
+    assert found.status_code == 200
+    assert found.json() == read
+    assert refused.status_code == 409
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["code"] == "session_expired"
+    assert await _count(app, Turn.id, Turn.session_id == uuid.UUID(idle["id"])) == turns_before
+    messages = (await client.get(f"/sessions/{idle['id']}/messages", headers=alice)).json()["items"]
+    assert [m["content"] for m in messages] == ["hello", "hi"]
+    stored_open = (Session.id == uuid.UUID(idle["id"])) & (Session.status == "open")
+    assert await _count(app, Session.id, stored_open) == 1, "no sweep ran: the row itself is still open"
+
+    assert (await _sweeper(app).sweep()).expired >= 1
+    assert (await client.get(f"/sessions/{idle['id']}", headers=alice)).json() == read
+
+
+async def test_a_decision_on_a_turn_whose_session_idled_past_its_ttl_is_refused_before_any_sweep(
+    backend: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> None:
+    app, client = backend
+    session = await open_session(client, alice, gated_config())
+    frames = await start_turn(client, alice, session)
+    (approval_id,) = approval_ids(frames)
+    turn_id = frames[0].data["turn_id"]
+    await _age_session(app, session["id"], last_active_at=utcnow() - timedelta(seconds=TTL + 60))
+    await _age_turns(app, session["id"], TTL + 60)
+
+    decided = await client.post(f"/approvals/{approval_id}", json={"decision": "approve"}, headers=alice)
+
+    assert decided.status_code == 409
+    assert decided.headers["content-type"] == "application/problem+json"
+    assert decided.json()["code"] == "session_expired"
+    assert (await client.get(f"/approvals/{approval_id}", headers=alice)).json()["status"] == "pending"
+    assert (await client.get(f"/turns/{turn_id}", headers=alice)).json()["status"] == "interrupted"
+
+
 async def test_a_turn_counts_as_activity(backend: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]) -> None:
+    """A session started a while ago (within its TTL) is kept by a turn from a sweep whose TTL it had passed."""
     app, client = backend
     agent = await create_agent(client, alice, scripted_config({"text": "hi"}))
     session = (await client.post("/sessions", json={"agent_id": agent["id"]}, headers=alice)).json()
-    await _age_session(app, session["id"], last_active_at=utcnow() - timedelta(seconds=TTL + 60))
+    await _age_session(app, session["id"], last_active_at=utcnow() - timedelta(seconds=TTL - 60))
     await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": "hello"}, headers=alice)
     after_turn = (await client.get(f"/sessions/{session['id']}", headers=alice)).json()
     assert after_turn["last_active_at"] > session["last_active_at"]
 
-    await _sweeper(app).sweep()
+    await _sweeper(app, idle_ttl_seconds=TTL - 120).sweep()
     assert (await client.get(f"/sessions/{session['id']}", headers=alice)).json()["status"] == "open"
 
 
@@ -230,6 +292,8 @@ async def test_one_replica_sweeps_at_a_time(database_url: str, tmp_path: Path, a
         async with _holding_the_sweep_lock(app):
             blocked = await _sweeper(app).sweep()
         assert blocked.expired == 0
-        assert (await client.get(f"/sessions/{session['id']}", headers=alice)).json()["status"] == "open"
+        stored_open = (Session.id == uuid.UUID(session["id"])) & (Session.status == "open")
+        assert await _count(app, Session.id, stored_open) == 1
         assert (await _sweeper(app).sweep()).expired >= 1
+        assert await _count(app, Session.id, stored_open) == 0
         assert (await client.get(f"/sessions/{session['id']}", headers=alice)).json()["status"] == "expired"

@@ -18,6 +18,7 @@ from app.core.db import unit_of_work
 from app.errors import Conflict, NotFound
 from app.runtime.store.turns import TurnStore
 from app.sessions import schemas
+from app.sessions.expiry import IdleTtl
 from app.sessions.repository import SessionRepository
 from app.sessions.service import SessionService
 from app.sessions.store import create_pinned
@@ -59,7 +60,7 @@ async def _both_paths(app: FastAPI, principal: Principal, agent_id: uuid.UUID, v
     )  # fmt: skip
     try:
         async with unit_of_work(state.session_factory) as db:
-            made = await SessionService(db, principal).create(
+            made = await SessionService(db, principal, ttl=IdleTtl(0)).create(
                 schemas.SessionCreate(agent_id=agent_id, agent_version=version)
             )
             orm: Any = (made.agent_version, made.snapshot)

@@ -69,6 +69,9 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
     blacklisted = blacklist_decision(policy, call.name) if isinstance(policy, PolicySet) else None
     if blacklisted is not None:
         return await _deny(ctx, call, key, loop, blacklisted)
+    refused = ctx.tools.refusal(call, policy.policy_hash if isinstance(policy, PolicySet) else HASH_UNAVAILABLE)
+    if refused is not None:
+        return await _deny(ctx, call, key, loop, refused)
     stored = await ctx.journal.ledger_get(key)
     if stored is not None:
         if ctx.continued is not None and not ctx.continued.stored("tool_call.completed", call.id):

@@ -1,7 +1,7 @@
 """hardening: why the service turned a schedule off (schedules.disabled_reason)
 
 Revision ID: 0022_hardening
-Revises: 0017_turn_continuation
+Revises: 0024_evals
 Create Date: 2026-12-02 02:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0022_hardening"
-down_revision: str | None = "0017_turn_continuation"
+down_revision: str | None = "0024_evals"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

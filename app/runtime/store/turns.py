@@ -129,7 +129,7 @@ HISTORY = Query(
 )
 _SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
-    Session.status,
+    Session.status, Session.last_active_at,
 ).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id")))  # fmt: skip
 SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
 OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
