@@ -7,7 +7,9 @@ import gc
 import sys
 from pathlib import Path
 
-from app.settings import get_settings
+from pydantic import ValidationError
+
+from app.settings import describe_invalid_setting, get_settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -101,17 +103,28 @@ def _eval_run(args: argparse.Namespace) -> int:
 def _rotate_secrets_key(args: argparse.Namespace) -> int:
     import asyncio
 
+    from sqlalchemy.exc import SQLAlchemyError
+
     from app.core.db import create_engine
+    from app.core.migrate import head_revisions, schema_problem
     from app.credentials.rotation import rotate_secrets_key
     from app.secrets.keyring import SecretsKeyring
 
     settings = get_settings()
-    keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
 
     async def run() -> int:
         engine = create_engine(settings.database_url)
         try:
+            async with engine.connect() as conn:
+                problem = await schema_problem(conn, await asyncio.to_thread(head_revisions))
+            if problem:
+                print(f"agent-runtime: {problem}", file=sys.stderr)
+                return 2
+            keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
             report = await rotate_secrets_key(engine, keyring, prune=args.prune)
+        except (OSError, SQLAlchemyError) as exc:
+            print(f"agent-runtime: the database cannot be opened ({type(exc).__name__})", file=sys.stderr)
+            return 2
         finally:
             await engine.dispose()
         print(f"new key {report.new_key_id}: {report.resealed} credential(s) re-sealed")
@@ -150,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level", type=str.lower, default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
     serve.set_defaults(func=_serve)
     sub.add_parser("migrate", help="upgrade the database to the latest schema").set_defaults(func=_migrate)
     token = sub.add_parser("token", help="print a bearer token this service accepts")
@@ -192,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "chat":
+        try:
+            get_settings()
+        except ValidationError as error:
+            print(f"agent-runtime: {describe_invalid_setting(error)}", file=sys.stderr)
+            return 2
     return int(args.func(args))
 
 

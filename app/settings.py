@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -17,6 +17,15 @@ def _comma_separated(value: object) -> object:
 CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
 """A list given in the environment as `a,b,c`."""
 CommaPaths = Annotated[list[Path], NoDecode, BeforeValidator(_comma_separated)]
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+LogFormat = Annotated[Literal["json", "console"], BeforeValidator(_lower)]
+LogLevel = Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(_lower)]
+"""Enumerated settings are read case-insensitively (`LOG_LEVEL=WARNING` as most tools take it)."""
 
 
 def _group(prefix: str) -> SettingsConfigDict:
@@ -186,8 +195,8 @@ class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
     model_config = _group("")
-    log_format: Literal["json", "console"] = "json"
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: LogFormat = "json"
+    log_level: LogLevel = "info"
     otel_exporter_otlp_endpoint: str | None = None
     """Traces are on when set: OTLP/HTTP to `{endpoint}/v1/traces` (needs the `otlp` extra)."""
     otel_service_name: str = "agent-runtime"
@@ -278,3 +287,24 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def _groups() -> dict[str, type[BaseSettings]]:
+    groups: dict[str, type[BaseSettings]] = {"Settings": Settings}
+    for field in Settings.model_fields.values():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseSettings):
+            groups[field.annotation.__name__] = field.annotation
+    return groups
+
+
+def describe_invalid_setting(error: ValidationError) -> str:
+    """One line naming the environment variable and what it takes, never the value (it may be a secret)."""
+    group = _groups().get(error.title, Settings)
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    variable = f"{group.model_config.get('env_prefix', '')}{name}".upper()
+    field = group.model_fields.get(name)
+    choices = [arg for arg in get_args(field.annotation if field else None) if isinstance(arg, str)]
+    if choices:
+        return f"invalid setting {variable}: expected one of {', '.join(choices)}"
+    return f"invalid setting {variable}: {first['msg'][0].lower()}{first['msg'][1:]}"

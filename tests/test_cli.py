@@ -167,3 +167,18 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def _resign(token: str) -> str:
     claims = jwt.get_unverified_claims(token)
     return str(jwt.encode(claims, "not-the-generated-secret-0123456789abcdef", algorithm="HS256"))
+
+
+def test_rotate_secrets_key_on_a_never_migrated_database_says_so_in_one_line(
+    data_dir_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("SECRETS_KEY_FILE", raising=False)
+    data_dir_env.mkdir()
+
+    assert main(["rotate-secrets-key"]) == 2
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == ["agent-runtime: the database has no schema yet: run `agent-runtime migrate`"]
+    assert not list(data_dir_env.glob("*key*")), "no key is generated for a rotation that did not run"

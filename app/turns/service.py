@@ -132,7 +132,7 @@ class TurnService:
         one active turn per session; a second start fails on it and is answered with 409.
         """
         session = await self.manager.store.session_for_turn(
-            self.principal.tenant_id, session_id, self.principal.owner_filter
+            self.principal.tenant_id, session_id, self.principal.writer.sub
         )
         if session is None:
             raise NotFound(f"Session {session_id} not found")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.auth.verify import MAX_IDENTITY_CHARS
 from app.core.problems import problem_response, problem_responses
 from app.deps import ContainerDep
-from app.settings import ModelPrice
+from app.settings import ModelPrice, Settings
 from app.web.local_sign_in import LOCAL_SUB, LOCAL_TENANT, LOCAL_TOKEN_TTL_SECONDS, local_token, refusal
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -65,10 +65,20 @@ async def evals_page() -> FileResponse:
     return FileResponse(STATIC_DIR / "evals.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
+def _refusal(request: Request, settings: Settings) -> str | None:
+    server = request.scope.get("server")
+    return refusal(
+        settings,
+        peer=request.client.host if request.client else None,
+        headers=request.headers,
+        port=server[1] if server else None,
+    )
+
+
 @router.get("/web/sign-in", operation_id="getSignInOptions", response_model=SignInOptions)
 async def sign_in_options(request: Request, container: ContainerDep) -> SignInOptions:
     """Whether this request may use the one-click local sign-in (and if not, why)."""
-    reason = refusal(container.settings, peer=request.client.host if request.client else None, headers=request.headers)
+    reason = _refusal(request, container.settings)
     return SignInOptions(local=reason is None, reason=reason)
 
 
@@ -85,7 +95,7 @@ async def create_local_token(
     service generated its own secret."""
     body = body or LocalTokenRequest()
     settings = container.settings
-    reason = refusal(settings, peer=request.client.host if request.client else None, headers=request.headers)
+    reason = _refusal(request, settings)
     if reason is not None:
         return problem_response(request, status=403, title="Forbidden", slug="forbidden", detail=reason)
     signed = await asyncio.to_thread(local_token, settings, tenant_id=body.tenant_id, sub=body.sub)  # reads a file

@@ -44,6 +44,50 @@ def test_the_rules(database_url: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "headers",
+    [
+        {**LOOPBACK, "CF-Connecting-IP": "203.0.113.9"},
+        {**LOOPBACK, "True-Client-IP": "203.0.113.9"},
+        {**LOOPBACK, "X-Forwarded-Proto": "https"},
+        {**LOOPBACK, "X-Forwarded-Port": "443"},
+        {**LOOPBACK, "X-Client-IP": "203.0.113.9"},
+        {**LOOPBACK, "Via": "1.1 proxy"},
+        {"host": "evil.example@127.0.0.1:8000"},
+        {"host": "127.0.0.1:8000#frag"},
+        {"host": "127.0.0.1:8000/path"},
+        {"host": "127.0.0.1.evil.example"},
+        {"host": "localhost:8000 "},
+        {**LOOPBACK, "origin": "http://127.0.0.1:9999"},
+        {**LOOPBACK, "origin": "http://localhost"},
+        {**LOOPBACK, "origin": "https://127.0.0.1:8000"},
+        {**LOOPBACK, "origin": "http://user@127.0.0.1:8000"},
+        {**LOOPBACK, "origin": "null"},
+    ],
+)
+def test_proxy_headers_odd_hosts_and_other_ports_are_refused(
+    database_url: str, tmp_path: Path, headers: dict[str, str]
+) -> None:
+    settings = _generated(database_url, tmp_path)
+    assert (
+        refusal(settings, peer="127.0.0.1", headers={**LOOPBACK, "origin": "http://127.0.0.1:8000"}, port=8000) is None
+    )
+    assert refusal(settings, peer="127.0.0.1", headers=headers, port=8000) is not None
+
+
+async def test_an_origin_at_another_local_port_is_refused_by_the_running_service(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with (
+        serve_on_loopback(_generated(database_url, tmp_path)) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+    ):
+        port = int(base_url.rsplit(":", 1)[1])
+        own = await client.post("/web/local-token", headers={"Origin": f"http://127.0.0.1:{port}"})
+        other = await client.post("/web/local-token", headers={"Origin": f"http://127.0.0.1:{port + 1}"})
+        assert (own.status_code, other.status_code) == (200, 403)
+
+
+@pytest.mark.parametrize(
     "auth",
     [
         AuthSettings(jwt_secret="x" * 40),

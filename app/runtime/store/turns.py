@@ -196,6 +196,13 @@ LEDGER_PUT = {
 CURRENT_STATUS = Query(
     select(Turn.status).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
 )
+PENDING_APPROVALS = Query(
+    select(Approval.id, Approval.tool_call_id).where(
+        Approval.tenant_id == bindparam("tenant_id"),
+        Approval.turn_id == bindparam("turn_id"),
+        Approval.status == "pending",
+    )
+)
 MAX_SEQ = Query(
     select(func.max(TurnEvent.seq)).where(
         TurnEvent.tenant_id == bindparam("tenant_id"), TurnEvent.turn_id == bindparam("turn_id")
@@ -403,6 +410,12 @@ class TurnStore:
 
     async def create_approvals(self, rows: Sequence[dict[str, Any]]) -> None:
         await insert_rows(self.sql, APPROVALS, rows)
+
+    async def pending_approvals(self, tenant_id: str, turn_id: uuid.UUID) -> dict[str, uuid.UUID]:
+        """The turn's pending approvals by tool call id (a run that died before ending the turn
+        `interrupted` may have stored them)."""
+        rows = await self.sql.fetch(PENDING_APPROVALS, {"tenant_id": tenant_id, "turn_id": turn_id})
+        return {str(r["tool_call_id"]): uuid.UUID(str(r["id"])) for r in rows}
 
     async def current_status(self, tenant_id: str, turn_id: uuid.UUID) -> str:
         return str(await self.sql.fetchval(CURRENT_STATUS, {"tenant_id": tenant_id, "turn_id": turn_id}))
