@@ -382,28 +382,145 @@ async function openSession(sessionId) {
   views.clear();
   setSide(false);
   const [messages, turns] = await Promise.all([
-    json("GET", `/sessions/${session.id}/messages?limit=200`),
+    json("GET", `/sessions/${session.id}/messages?limit=200&include=superseded`),
     json("GET", `/sessions/${session.id}/turns?limit=200`),
   ]);
   if (state.sessionId !== session.id) return;
   const latest = turns.items[0];
   const resume = latest && (stored(latest.id) || ["running", "interrupted"].includes(latest.status));
   const usage = new Map(turns.items.map((turn) => [turn.id, turn.usage]));
-  const items = messages.items.filter((message) => !(resume && message.turn_id === latest.id));
-  items.forEach((message, index) => {
-    transcript.append(messageItem(message));
-    const next = items[index + 1];
-    if (!next || next.turn_id !== message.turn_id) {
-      const tokens = usage.get(message.turn_id);
-      if (tokens) transcript.append(el("li", {class: "usage"}, usageText(tokens)));
+  const blocks = new Map();
+  for (const message of messages.items) {
+    if (resume && message.turn_id === latest.id) continue;
+    if (!blocks.has(message.turn_id)) {
+      const list = el("ol", {class: "turn-events"});
+      blocks.set(message.turn_id, transcript.appendChild(el("li", {class: "turn", "data-turn": message.turn_id}, list)));
     }
-  });
-  setComposer(session.status === "open");
-  stickToEnd(true);
-  if (resume) {
-    const view = viewFor(latest.id, latest.input);
-    if (latest.last_seq > view.lastSeq || latest.status === "running") await track(view, () => follow(view));
+    blocks.get(message.turn_id).firstChild.append(messageItem(message));
   }
+  for (const [turnId, block] of blocks) {
+    const tokens = usage.get(turnId);
+    if (tokens) block.firstChild.append(el("li", {class: "usage"}, usageText(tokens)));
+  }
+  const view = resume ? viewFor(latest.id, latest.input) : null;
+  if (view) blocks.set(latest.id, view.root);
+  versions(messages.items, blocks);
+  const open = session.status === "open";
+  for (const [turnId, block] of blocks) decorate(block, turnId, open && latest && turnId === latest.id);
+  setComposer(open);
+  stickToEnd(true);
+  if (view && (latest.last_seq > view.lastSeq || latest.status === "running")) await track(view, () => follow(view));
+}
+
+// An answer regenerated in place keeps its earlier versions (their messages are `superseded`):
+// each version's block gets "‹ 2/3 ›", and only the one chosen shows (the live one at first).
+function versions(messages, blocks) {
+  const replacedBy = new Map();
+  for (const m of messages) if (m.superseded_by_turn_id) replacedBy.set(m.turn_id, m.superseded_by_turn_id);
+  const live = (turnId) => { let t = turnId; while (replacedBy.has(t)) t = replacedBy.get(t); return t; };
+  const groups = new Map();
+  for (const turnId of blocks.keys()) {
+    const head = live(turnId);
+    if (!groups.has(head)) groups.set(head, []);
+    groups.get(head).push(turnId);
+  }
+  for (const group of groups.values()) {
+    if (group.length < 2) continue;
+    group.forEach((turnId, index) => {
+      const block = blocks.get(turnId);
+      block.hidden = index !== group.length - 1;
+      block.dataset.version = String(index + 1);
+      const go = (step) => () => {
+        const target = blocks.get(group[index + step]);
+        block.hidden = true;
+        target.hidden = false;
+        target.querySelector(step < 0 ? "[data-step='-1']" : "[data-step='1']")?.focus();
+      };
+      const back = el("button", {type: "button", class: "secondary", "data-step": "-1", "aria-label": "Previous version"}, "‹");
+      const next = el("button", {type: "button", class: "secondary", "data-step": "1", "aria-label": "Next version"}, "›");
+      back.disabled = index === 0;
+      next.disabled = index === group.length - 1;
+      back.addEventListener("click", go(-1));
+      next.addEventListener("click", go(1));
+      block.firstChild.append(el("li", {class: "versions"}, back,
+        el("span", {class: "version-label"}, `${index + 1}/${group.length}`), next));
+    });
+  }
+}
+
+// Edit on each user message; Regenerate under the latest answer once its turn ended.
+function decorate(block, turnId, latest) {
+  const user = block.querySelector(".msg-user");
+  if (user && state.session?.status === "open" && !user.querySelector(".edit")) {
+    const edit = el("button", {type: "button", class: "secondary edit", "aria-label": "Edit message"}, "Edit");
+    edit.addEventListener("click", () => startEdit(user, turnId));
+    user.append(edit);
+  }
+  if (latest && !block.hidden && !block.querySelector(".regenerate")) {
+    const again = el("button", {type: "button", class: "secondary regenerate"}, "Regenerate");
+    again.addEventListener("click", guarded(() => regenerate(turnId)));
+    block.firstChild.append(el("li", {class: "turn-actions"}, again));
+  }
+}
+
+function lastTurnId() {
+  const blocks = $("transcript").querySelectorAll(":scope > li.turn[data-turn]");
+  return blocks.length ? blocks[blocks.length - 1].dataset.turn : null;
+}
+
+function startEdit(user, turnId) {
+  const latest = lastTurnId() === turnId;
+  const text = user.querySelector(".text")?.textContent ?? "";
+  const id = `edit-${turnId}`;
+  const area = el("textarea", {id, rows: "3"});
+  area.value = text;
+  const save = el("button", {type: "submit"}, latest ? "Save and regenerate" : "Save in a new branch");
+  const cancel = el("button", {type: "button", class: "secondary"}, "Cancel");
+  const form = el("form", {class: "edit-form"}, el("label", {for: id}, "Edit your message"), area,
+    el("div", {class: "actions"}, save, cancel));
+  const restore = () => { form.replaceWith(user); user.querySelector(".edit")?.focus(); };
+  form.addEventListener("submit", guarded(async () => {
+    const input = area.value.trim();
+    if (!input) throw new Error("A message cannot be empty");
+    await (latest ? regenerate(turnId, input) : editInABranch(turnId, input));
+  }));
+  cancel.addEventListener("click", restore);
+  area.addEventListener("keydown", (event) => { if (event.key === "Escape") restore(); });
+  user.replaceWith(form);
+  area.focus();
+}
+
+// The latest turn, made again in place (its messages are kept as an earlier version).
+async function regenerate(turnId, input) {
+  if (state.active) return;
+  const sessionId = state.sessionId;
+  const body = input === undefined ? {} : {input};
+  const asked = input ?? (await json("GET", `/turns/${turnId}`)).input;
+  await track(null, async (active) => {
+    const response = await api("POST", `/turns/${turnId}/regenerate`, body, "text/event-stream", active.signal);
+    const retry = await readSse(response, (event) => {
+      active.view = active.view || viewFor(event.turn_id, asked);
+      setRunning(active);
+      onEvent(active.view, event);
+    });
+    await finish(active.view, retry);
+  });
+  if (state.sessionId === sessionId) await openSession(sessionId);
+}
+
+// An earlier message edited: a fork that keeps the conversation up to the message before it,
+// where the edited text is sent. The original session stays as it was.
+async function editInABranch(turnId, input) {
+  const page = await json("GET", `/sessions/${state.sessionId}/messages?limit=200`);
+  const at = page.items.findIndex((m) => m.turn_id === turnId && m.role === "user");
+  const before = page.items.slice(0, Math.max(at, 0)).reverse().find((m) => m.role !== "tool");
+  const session = before
+    ? await json("POST", `/sessions/${state.sessionId}/fork`, {at_message_id: before.id})
+    : await json("POST", "/sessions", {agent_id: state.session.agent_id, agent_version: state.session.agent_version});
+  await openSession(session.id);
+  await loadSessions();
+  $("message").value = input;
+  await send();
 }
 
 function messageItem(message) {
@@ -419,7 +536,7 @@ function messageItem(message) {
     Markdown.render(item, message.content);
     return item;
   }
-  return el("li", {class: "msg-user"}, message.content);
+  return el("li", {class: "msg-user"}, el("span", {class: "text"}, message.content));
 }
 
 // Tokens of a turn, and what they cost when the model's price is known (GET /web/prices).
@@ -439,7 +556,7 @@ function stored(turnId) { return JSON.parse(store.getItem(`turn:${turnId}`) || "
 function viewFor(turnId, input) {
   if (views.has(turnId)) return views.get(turnId);
   const saved = stored(turnId) || {input, events: []};
-  const view = {turnId, input: saved.input, events: [], lastSeq: 0, bubble: null, text: "", tools: new Map(),
+  const view = {turnId, input: saved.input ?? input, events: [], lastSeq: 0, bubble: null, text: "", tools: new Map(),
                 cards: new Map(), decisions: null, usage: null,
                 root: el("li", {class: "turn", "data-turn": turnId}), list: el("ol", {class: "turn-events"})};
   view.root.append(view.list);
@@ -452,7 +569,7 @@ function viewFor(turnId, input) {
 
 function clear(view) {
   view.list.replaceChildren();
-  if (view.input) view.list.append(el("li", {class: "msg-user"}, view.input));
+  if (view.input) view.list.append(el("li", {class: "msg-user"}, el("span", {class: "text"}, view.input)));
   view.bubble = null;
   view.text = "";
   view.tools.clear();
@@ -623,7 +740,11 @@ function onEvent(view, event) {
   draw(view, event);
   saveSoon(view);
   scrollDown();
-  if (event.type === "turn.ended" && event.status !== "interrupted") refreshSession().catch(showError);
+  if (event.type === "turn.ended" && event.status !== "interrupted") {
+    for (const block of $("transcript").querySelectorAll(".turn-actions")) block.remove();
+    decorate(view.root, view.turnId, true);
+    refreshSession().catch(showError);
+  }
 }
 
 // The policy's decisions of a turn fold into one line ("3 calls allowed by policy") that opens to
