@@ -9,6 +9,7 @@ from app.core.problems import problem_responses
 from app.deps import ContainerDep, CurrentPrincipal, SessionDep
 from app.files.schemas import FileInfo
 from app.files.service import FileService, Upload
+from app.files.sniff import ACCEPTED
 from app.files.store import FileStore
 
 router = APIRouter(prefix="/files", tags=["files"], responses=problem_responses(401, 422))
@@ -43,13 +44,16 @@ async def get_file(file_id: uuid.UUID, service: Service) -> FileInfo:
     return FileInfo.model_validate(await service.get(file_id))
 
 
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+_CONTENT = {"content": {t: _BINARY for t in ACCEPTED}, "description": "the file's bytes, as its sniffed type"}
+
+
 @router.get(
     "/{file_id}/content",
     operation_id="getFileContent",
     response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {}}, "description": "the file's bytes"},
-               **problem_responses(404)},
-)  # fmt: skip
+    responses={200: _CONTENT, **problem_responses(404)},
+)
 async def get_file_content(file_id: uuid.UUID, service: Service) -> Response:
     file, data = await service.content(file_id)
     headers = {"Content-Disposition": "attachment", "X-Content-Type-Options": "nosniff"}
