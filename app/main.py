@@ -163,7 +163,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     claude_sdk.pool.start_reaper()
     deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
     deliveries.start()
-    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns, FileStore(settings.files.store_dir))
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
     app.state.schedules = schedules

@@ -253,13 +253,17 @@ class SweepRepository:
         return int(result.rowcount)
 
     async def delete_messages(self, sessions: Sequence[uuid.UUID], *, rows: int) -> int:
-        """Delete at most `rows` messages of these sessions (then their summaries and the files they used)."""
+        """Delete at most `rows` messages of these sessions (then their summaries)."""
         chunk = select(Message.id).where(Message.session_id.in_(sessions)).limit(rows)
         deleted = int((await self.conn.execute(delete(Message).where(Message.id.in_(chunk)))).rowcount)
         if deleted < rows:
             await self.conn.execute(delete(Summary).where(Summary.session_id.in_(sessions)))
-            await self.conn.execute(delete(File).where(File.session_id.in_(sessions)))
         return deleted
+
+    async def delete_files(self, sessions: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+        """Delete the files these sessions used; their ids (so bytes kept on disk go too)."""
+        result = await self.conn.execute(delete(File).where(File.session_id.in_(sessions)).returning(File.id))
+        return list(result.scalars().all())
 
     async def mark_purged(self, sessions: Sequence[uuid.UUID]) -> None:
         await self.conn.execute(update(Session).where(Session.id.in_(sessions)).values(purged_at=utcnow()))
