@@ -20,14 +20,13 @@ from app.governance.policy import arguments_hash
 from app.models import Approval, Turn
 from app.models.base import utcnow
 from tests.continuation.support import (
-    FIRST_BATCH,
     WAIT_SECONDS,
     Follower,
     Out,
     batch,
     drop_rule,
     gateway_session,
-    key_of,
+    key_in,
     kill,
     one_ending,
     reconnect,
@@ -61,7 +60,7 @@ async def _store_approval_as_a_dying_run_would(engine: AsyncEngine, turn_id: uui
                 session_id=turn.session_id,
                 turn_id=turn_id,
                 owner_sub="alice",
-                loop=FIRST_BATCH,
+                loop=0,
                 tool_call_id="call_0_1",
                 tool_name="github__create_issue",
                 arguments={"title": "gated"},
@@ -84,7 +83,7 @@ async def test_a_continued_turn_interrupts_on_the_approval_its_lost_run_stored(
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("held", "gated"), {"text": "both filed"}, policies=[GATED])
-    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_0"))
+    held = Out(gateway, "held")
     follower = start_turn(on_a, alice, session)
     await wait_reached(held.hold, timeout=WAIT_SECONDS)
     stored = await _store_approval_as_a_dying_run_would(replica_sql, uuid.UUID(follower.turn_id))
@@ -105,4 +104,4 @@ async def test_a_continued_turn_interrupts_on_the_approval_its_lost_run_stored(
     approved = await Follower(on_b, "POST", f"/approvals/{stored}", json={"decision": "approve"}, headers=alice).ended()
     final = one_ending(approved.frames)
     assert (final["status"], final["final_output"]) == ("completed", "both filed")
-    assert gateway.effects.per_key() == {held.key: 1, key_of(session, FIRST_BATCH, "call_0_1"): 1}
+    assert gateway.effects.per_key() == {held.key: 1, await key_in(follower, session, "call_0_1"): 1}
