@@ -17,6 +17,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
 STEP_TIMEOUT_MS = 20_000
+expect.set_options(timeout=STEP_TIMEOUT_MS)  # a deadline for a loaded machine, never a wait
 AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 
 

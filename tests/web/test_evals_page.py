@@ -52,7 +52,7 @@ async def test_the_page_shows_a_runs_checks_beside_its_baseline_and_its_items(
         page.set_default_timeout(20_000)
         await page.goto(f"{base_url}/web/evals")
         await expect(page.locator("#signed-out")).to_be_visible()
-        await page.evaluate("token => localStorage.setItem('token', token)", alice["Authorization"][7:])
+        await page.evaluate("token => sessionStorage.setItem('token', token)", alice["Authorization"][7:])
         await page.reload()
         await expect(page.locator("#eval-title")).to_have_text(f"Eval {run['id'][:8]} · v2 against v1")
         await expect(page.locator("#checks-head th")).to_have_text(["Check", "v2", "v1"])

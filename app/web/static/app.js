@@ -681,6 +681,7 @@ function render(view, event) {
       const label = event.status === "interrupted" ? "waiting for approval" : event.status;
       add(el("li", {class: `status ${event.status}`, "data-status": event.status}, `turn ${label}${error}`));
       if (view.usage && event.status !== "interrupted") add(el("li", {class: "usage"}, usageText(view.usage)));
+      if (event.output !== undefined && event.output !== null) add(outputView(event.output));
       break;
     }
     default:
@@ -835,14 +836,49 @@ async function startedTurn(input) {
   return latest && latest.input === input ? viewFor(latest.id, input) : null;
 }
 
+// A turn's structured result (the agent's `output_schema`), folded: the answer's text stays above it.
+function outputView(output) {
+  const details = el("details", {class: "output"}, el("summary", {}, "Structured output"));
+  details.append(el("pre", {}, JSON.stringify(output, null, 2)));
+  return el("li", {class: "output-item"}, details);
+}
+
+// The files chosen with "Attach", uploaded (`POST /files`) when the message is sent: images as
+// `image` parts, the rest as `file` parts, after the text.
+async function uploadAttachments() {
+  const parts = [];
+  for (const file of $("attach").files) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    const headers = state.token ? {Authorization: `Bearer ${state.token}`} : {};
+    const response = await fetch("/files", {method: "POST", headers, body: form});
+    if (!response.ok) throw await problemOf(response);
+    const stored = await response.json();
+    parts.push({type: stored.content_type.startsWith("image/") ? "image" : "file", file_id: stored.id, name: stored.name});
+  }
+  return parts;
+}
+
+function showAttachments() {
+  const names = [...$("attach").files].map((file) => file.name);
+  $("attached").textContent = names.length ? `Attached: ${names.join(", ")}` : "";
+}
+
 async function send() {
-  const input = $("message").value.trim();
-  if (!input || !state.sessionId || state.active) return;
+  const text = $("message").value.trim();
+  if (!text || !state.sessionId || state.active) return;
   const sessionId = state.sessionId;
   stickToEnd(true);
   await track(null, async (active) => {
-    const response = await api("POST", `/sessions/${sessionId}/turns`, {input}, "text/event-stream", active.signal);
+    const files = await uploadAttachments();
+    const input = files.length ? `${text} 📎 ${files.map((f) => f.name).join(", ")}` : text;
+    const body = files.length
+      ? {input: [{type: "text", text}, ...files.map(({type, file_id}) => ({type, file_id}))]}
+      : {input: text};
+    const response = await api("POST", `/sessions/${sessionId}/turns`, body, "text/event-stream", active.signal);
     $("message").value = "";
+    $("attach").value = "";
+    showAttachments();
     const retry = await readSse(response, (event) => {
       active.view = active.view || viewFor(event.turn_id, input);
       setRunning(active);
@@ -922,6 +958,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("agent-form").addEventListener("submit", guarded(createAgent));
   $("new-session").addEventListener("click", guarded(createSession));
   $("send-form").addEventListener("submit", guarded(send));
+  $("attach").addEventListener("change", showAttachments);
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
