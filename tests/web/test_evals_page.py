@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
-import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, expect
 
 from app.settings import Settings
 from tests.factories import create_agent
 from tests.turns.loopback import serve_on_loopback
-
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="`make test` installs Debian's chromium first")
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 def _config(text: str) -> dict[str, object]:
