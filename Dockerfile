@@ -1,6 +1,8 @@
 # agent-runtime: one image for the service and its `migrate` step.
 #   docker build -t agent-runtime .
 #   docker run -p 8000:8000 -v agent-runtime-data:/data agent-runtime      (embedded SQLite)
+# The image carries the `claude_sdk` runtime: claude-agent-sdk (pinned in requirements.lock) bundles the
+# Claude Code CLI, about 385 MB of the image's ~700 MB virtualenv; the other runtimes do not need it.
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv

@@ -117,7 +117,9 @@ def _print_event(data: dict[str, Any], asked: list[dict[str, Any]]) -> None:
     elif kind == "tool_call.completed":
         print(f"\n  [{data['name']}] -> {data['result']}")
     elif kind == "policy.decision" and data.get("verdict") == "deny":
-        print(f"\n  [policy {data.get('rule_id') or ''}] denied: {data.get('reason') or ''}")
+        rule = data.get("decided_by") or (f"policy {data['rule_id']}" if data.get("rule_id") else "policy")
+        reason = f": {data['reason']}" if data.get("reason") else ""
+        print(f"\n  [{rule}] denied{reason}")
     elif kind == "approval.required":
         asked.append(data)
     elif kind == "turn.ended":

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from pathlib import Path
 
-from app.settings import get_settings
+from pydantic import ValidationError
+
+from app.settings import describe_invalid_setting, get_settings
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -51,14 +54,22 @@ def _migrate(_: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from app.auth.secret import load_or_create_secret
+    from app.auth.secret import NoSecret, load_secret
     from app.auth.verify import mint_user_token
 
     settings = get_settings()
     if settings.auth.jwks_url:
         print("this service verifies tokens from AUTH_JWKS_URL; ask that issuer for a token", file=sys.stderr)
         return 2
-    secret = settings.auth.jwt_secret or load_or_create_secret(settings.data_dir)
+    try:
+        secret = settings.auth.jwt_secret or load_secret(settings.data_dir)
+    except NoSecret as missing:
+        print(
+            f"no service secret at {Path(str(missing)).resolve()}: run this where `agent-runtime serve` runs, "
+            "or set DATA_DIR (or AUTH_JWT_SECRET) as the service has it",
+            file=sys.stderr,
+        )
+        return 2
     print(
         mint_user_token(
             secret,
@@ -76,7 +87,7 @@ def _token(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from app.chat import run_chat
 
-    return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent_id=args.agent)
+    return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent=args.agent)
 
 
 def _eval_run(args: argparse.Namespace) -> int:
@@ -92,17 +103,28 @@ def _eval_run(args: argparse.Namespace) -> int:
 def _rotate_secrets_key(args: argparse.Namespace) -> int:
     import asyncio
 
+    from sqlalchemy.exc import SQLAlchemyError
+
     from app.core.db import create_engine
+    from app.core.migrate import head_revisions, schema_problem
     from app.credentials.rotation import rotate_secrets_key
     from app.secrets.keyring import SecretsKeyring
 
     settings = get_settings()
-    keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
 
     async def run() -> int:
         engine = create_engine(settings.database_url)
         try:
+            async with engine.connect() as conn:
+                problem = await schema_problem(conn, await asyncio.to_thread(head_revisions))
+            if problem:
+                print(f"agent-runtime: {problem}", file=sys.stderr)
+                return 2
+            keyring = SecretsKeyring.load_or_create(settings.secrets.key_file, settings.data_dir)
             report = await rotate_secrets_key(engine, keyring, prune=args.prune)
+        except (OSError, SQLAlchemyError) as exc:
+            print(f"agent-runtime: the database cannot be opened ({type(exc).__name__})", file=sys.stderr)
+            return 2
         finally:
             await engine.dispose()
         print(f"new key {report.new_key_id}: {report.resealed} credential(s) re-sealed")
@@ -125,13 +147,25 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-runtime")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-runtime", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level", type=str.lower, default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
     serve.set_defaults(func=_serve)
     sub.add_parser("migrate", help="upgrade the database to the latest schema").set_defaults(func=_migrate)
     token = sub.add_parser("token", help="print a bearer token this service accepts")
@@ -142,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.set_defaults(func=_token)
     chat = sub.add_parser("chat", help="talk to a session in the terminal")
     chat.add_argument("session_id", nargs="?", default=None, help="an open session (or use --agent)")
-    chat.add_argument("--agent", default=None, metavar="AGENT_ID", help="start a new session on this agent")
+    chat.add_argument("--agent", default=None, metavar="AGENT", help="start a new session on this agent (name or id)")
     chat.add_argument("--url", default="http://127.0.0.1:8000")
     chat.add_argument("--token", default=None, help="bearer token (default: env AGENT_RUNTIME_TOKEN)")
     chat.set_defaults(func=_chat)
@@ -173,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "chat":
+        try:
+            get_settings()
+        except ValidationError as error:
+            print(f"agent-runtime: {describe_invalid_setting(error)}", file=sys.stderr)
+            return 2
     return int(args.func(args))
 
 

@@ -7,6 +7,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+RULE_ERROR_TYPES = frozenset({"invalid_output_schema", "output_schema_unsupported", "unknown_part_type"})
+"""Validation error types that name a rule: a 422 carrying one takes it as its `code` (and `type`)."""
+
+
+def rule_code(errors: list[dict[str, Any]]) -> str | None:
+    return next((str(e["type"]) for e in errors if e.get("type") in RULE_ERROR_TYPES), None)
+
 
 class AppError(Exception):
     """Base of every expected failure; carries its HTTP status and a stable problem type."""
@@ -78,7 +85,12 @@ class InvalidDocument(AppError):
     status, title, type_slug = 422, "Unprocessable Content", "validation-error"
 
     def __init__(self, detail: str, *, errors: list[dict[str, Any]]) -> None:
-        super().__init__(detail, errors=errors)
+        code = rule_code(errors)
+        if code is None:
+            super().__init__(detail, errors=errors)
+            return
+        super().__init__(detail, errors=errors, code=code)
+        self.type_slug = code.replace("_", "-")
 
     @classmethod
     def of(cls, exc: ValidationError, *location: str, what: str) -> InvalidDocument:

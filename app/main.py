@@ -20,13 +20,14 @@ from app.auth.secret import load_or_create_secret
 from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.autonomy.runtime import AutonomousRuntime
+from app.branching.router import router as branching_router
 from app.claude_sdk.pool import ClientPool
 from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
 from app.core.access import RequestObserver
-from app.core.body_limit import BodySizeLimit
+from app.core.body_limit import MULTIPART_ENVELOPE_BYTES, BodySizeLimit
 from app.core.db import create_engine, create_session_factory, is_sqlite
 from app.core.db_spans import instrument_engine
 from app.core.json_guard import JsonBodyGuard
@@ -39,6 +40,9 @@ from app.credentials.resolver import CredentialResolver, EnvironmentKey
 from app.credentials.router import router as credentials_router
 from app.evals.router import router as evals_router
 from app.evals.worker import EvalWorker
+from app.files.attachments import FileAttachments
+from app.files.router import router as files_router
+from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
 from app.interop.a2a_server.router import router as a2a_router
@@ -68,6 +72,7 @@ from app.settings import Settings, get_settings
 from app.tools.mcp_gateway import McpGatewayClient
 from app.turns.router import router as turns_router
 from app.usage.router import router as usage_router
+from app.web.docs import router as docs_router
 from app.web.router import STATIC_DIR
 from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
@@ -135,6 +140,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
             session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
         ),
+        files=FileContents(sql, FileStore(settings.files.store_dir)),
     )
     turns = TurnManager(engine=engine, sql=sql, services=services, listen=not is_sqlite(url))
     turn_engine = TurnEngine(
@@ -143,6 +149,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         autonomy_enabled=settings.autonomy_enabled,
         session_runtimes={"claude_sdk": claude_sdk},
         expiry=SessionExpiry(session_factory, IdleTtl(settings.lifecycle.session_idle_ttl_seconds)),
+        attachments=FileAttachments(session_factory),
     )
     webhook_secrets = await asyncio.to_thread(
         WebhookSecrets.load_or_create, settings.webhooks.secrets_key_file, settings.data_dir
@@ -165,7 +172,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     claude_sdk.pool.start_reaper()
     deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
     deliveries.start()
-    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns)
+    sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns, FileStore(settings.files.store_dir))
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)
     app.state.schedules = schedules
@@ -250,13 +257,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Governed LLM agents over HTTP and Server-Sent Events.",
         lifespan=_lifespan,
+        docs_url=None,  # served from the vendored assets (app/web/docs.py): no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.mcp_server = McpServer(app.version)
     configure_logging(settings.observability.log_format, settings.observability.log_level)
     install_problem_handlers(app)
     app.add_middleware(JsonBodyGuard)  # inside BodySizeLimit: it reads only bodies already bounded
-    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
+    uploads = {"/files": settings.files.max_bytes + MULTIPART_ENVELOPE_BYTES}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes, per_path=uploads)
     if settings.http.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -272,6 +282,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agents_router,
         sessions_router,
         turns_router,
+        branching_router,
         approvals_router,
         policies_router,
         usage_router,
@@ -280,7 +291,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         schedules_router,
         evals_router,
         webhooks_router,
+        files_router,
         web_router,
+        docs_router,
         adapters_router,
         mcp_router,
         a2a_router,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -17,6 +17,15 @@ def _comma_separated(value: object) -> object:
 CommaList = Annotated[list[str], NoDecode, BeforeValidator(_comma_separated)]
 """A list given in the environment as `a,b,c`."""
 CommaPaths = Annotated[list[Path], NoDecode, BeforeValidator(_comma_separated)]
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+LogFormat = Annotated[Literal["json", "console"], BeforeValidator(_lower)]
+LogLevel = Annotated[Literal["debug", "info", "warning", "error"], BeforeValidator(_lower)]
+"""Enumerated settings are read case-insensitively (`LOG_LEVEL=WARNING` as most tools take it)."""
 
 
 def _group(prefix: str) -> SettingsConfigDict:
@@ -149,6 +158,15 @@ class HttpSettings(BaseSettings):
     """The web page's one-click token for 127.0.0.1 when the service generated its own secret."""
 
 
+class FileSettings(BaseSettings):
+    """Attachments (`POST /files`)."""
+
+    model_config = _group("FILE_")
+    max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    store_dir: Path | None = None
+    """Where file bytes go, each under its id; unset: in the database (`bytea` / blob)."""
+
+
 class LifecycleSettings(BaseSettings):
     """Idle expiry and retention of sessions (DESIGN.md "Operations" → Retention); 0 turns either off."""
 
@@ -177,8 +195,8 @@ class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
     model_config = _group("")
-    log_format: Literal["json", "console"] = "json"
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: LogFormat = "json"
+    log_level: LogLevel = "info"
     otel_exporter_otlp_endpoint: str | None = None
     """Traces are on when set: OTLP/HTTP to `{endpoint}/v1/traces` (needs the `otlp` extra)."""
     otel_service_name: str = "agent-runtime"
@@ -199,6 +217,42 @@ class WebhookSettings(BaseSettings):
     """How often the delivery worker looks for due deliveries."""
 
 
+class ModelPrice(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+DEFAULT_MODEL_PRICES: dict[str, ModelPrice] = {
+    name: ModelPrice(input=prices[0], output=prices[1])
+    for name, prices in {
+        "claude-opus-4-1": (15.0, 75.0),
+        "claude-sonnet-4-5": (3.0, 15.0),
+        "claude-sonnet-4-0": (3.0, 15.0),
+        "claude-haiku-4-5": (1.0, 5.0),
+        "gpt-4.1": (2.0, 8.0),
+        "gpt-4.1-mini": (0.4, 1.6),
+        "gpt-4o": (2.5, 10.0),
+        "gpt-4o-mini": (0.15, 0.6),
+        "gemini-2.5-pro": (1.25, 10.0),
+        "gemini-2.5-flash": (0.3, 2.5),
+    }.items()
+}
+"""List prices as published when this table was written; `MODEL_PRICES` corrects or extends it."""
+
+
+class PricingSettings(BaseSettings):
+    model_config = _group("")
+    model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """`MODEL_PRICES` as JSON, `{"model-name": {"input": 3, "output": 15}}` in USD per million tokens,
+    merged over DEFAULT_MODEL_PRICES (the web page shows each turn's cost from it)."""
+
+    def table(self) -> dict[str, ModelPrice]:
+        return {**DEFAULT_MODEL_PRICES, **self.model_prices}
+
+
 class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
@@ -215,6 +269,7 @@ class Settings(BaseSettings):
     context_engine: ContextEngineSettings = Field(default_factory=ContextEngineSettings)
     mcp_gateway: McpGatewaySettings = Field(default_factory=McpGatewaySettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    files: FileSettings = Field(default_factory=FileSettings)
     shutdown: ShutdownSettings = Field(default_factory=ShutdownSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
@@ -222,6 +277,7 @@ class Settings(BaseSettings):
     evals: EvalSettings = Field(default_factory=EvalSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
 
     @property
     def database_url(self) -> str:
@@ -231,3 +287,24 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def _groups() -> dict[str, type[BaseSettings]]:
+    groups: dict[str, type[BaseSettings]] = {"Settings": Settings}
+    for field in Settings.model_fields.values():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseSettings):
+            groups[field.annotation.__name__] = field.annotation
+    return groups
+
+
+def describe_invalid_setting(error: ValidationError) -> str:
+    """One line naming the environment variable and what it takes, never the value (it may be a secret)."""
+    group = _groups().get(error.title, Settings)
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    variable = f"{group.model_config.get('env_prefix', '')}{name}".upper()
+    field = group.model_fields.get(name)
+    choices = [arg for arg in get_args(field.annotation if field else None) if isinstance(arg, str)]
+    if choices:
+        return f"invalid setting {variable}: expected one of {', '.join(choices)}"
+    return f"invalid setting {variable}: {first['msg'][0].lower()}{first['msg'][1:]}"

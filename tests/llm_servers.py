@@ -83,9 +83,14 @@ def _anthropic(body: dict[str, Any], answered: bool) -> list[bytes]:
 
 
 def anthropic_reply(
-    body: dict[str, Any], text: str, calculator: dict[str, Any] | None, *, call_id: str = "toolu_calc_1"
+    body: dict[str, Any],
+    text: str,
+    calculator: dict[str, Any] | None,
+    *,
+    call_id: str = "toolu_calc_1",
+    tool: str = "calculator",
 ) -> list[bytes]:
-    """An Anthropic Messages stream: `text`, then a `calculator` call (`call_id`) with these arguments if given."""
+    """An Anthropic Messages stream: `text`, then a `tool` call (`call_id`) with these arguments if given."""
     answered = calculator is None
     message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
                "stop_reason": None, "stop_sequence": None,
@@ -99,7 +104,7 @@ def anthropic_reply(
     if not answered:
         events += [
             {"type": "content_block_start", "index": 1,
-             "content_block": {"type": "tool_use", "id": call_id, "name": "calculator", "input": {}}},
+             "content_block": {"type": "tool_use", "id": call_id, "name": tool, "input": {}}},
             {"type": "content_block_delta", "index": 1,
              "delta": {"type": "input_json_delta", "partial_json": json.dumps(calculator)}},
             {"type": "content_block_stop", "index": 1},

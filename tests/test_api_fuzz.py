@@ -40,6 +40,9 @@ stay readable, with their history)."""
 JSON_RPC_OPERATIONS = ("mcp", "agentMcp", "a2aRpc")
 """The protocol doors' JSON-RPC endpoints answer their protocol's errors (JSON-RPC error objects, as
 their clients expect), not problem+json; their real clients drive them (tests/interop)."""
+NEGATIVE_DATA_REJECTED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
+"""Schemathesis's own list plus 413: a body made invalid by too many items can also be too large to read
+(`MAX_BODY_BYTES`), and refusing it unread is a rejection too."""
 LOGGED_ERRORS = ('"level":"error"', '"level":"critical"', "Traceback (most recent call last)")
 
 
@@ -74,7 +77,10 @@ def _write_config(directory: Path) -> Path:
     auth = directory / "auth.json"
     auth.write_text(json.dumps({"auth": users}))
     config = directory / "schemathesis.toml"
-    config.write_text(f'[auth.wfc]\npath = "{auth}"\nuser = "alice"\npeers = {json.dumps(list(PEERS))}\n')
+    config.write_text(
+        f'[auth.wfc]\npath = "{auth}"\nuser = "alice"\npeers = {json.dumps(list(PEERS))}\n'
+        f"[checks.negative_data_rejection]\nexpected-statuses = {json.dumps(NEGATIVE_DATA_REJECTED)}\n"
+    )
     return config
 
 

@@ -9,7 +9,7 @@
 | `tool_call.completed` | `TOOL_CALL_RESULT` |
 | `approval.required`, `policy.decision` | `CUSTOM` named after the event, its data as the value |
 | `turn.resumed` | `CUSTOM` (data + `withdrawn_message_ids`), and `MESSAGES_SNAPSHOT` when it withdrew any |
-| `turn.ended` completed | `RUN_FINISHED` with the final output as `result` |
+| `turn.ended` completed | `RUN_FINISHED` with the final output as `result` (a structured turn: its parsed `output`) |
 | `turn.ended` interrupted | `RUN_FINISHED`, outcome `interrupt`: one interrupt per approval (id = the approval id) |
 | `turn.ended` cancelled | `RUN_FINISHED`, outcome `cancelled` |
 | `turn.ended` failed, loop_limit, budget_exceeded | `RUN_ERROR` (message, code = the error code or the status) |
@@ -208,9 +208,15 @@ class AgUiRun:
             outcome = RunFinishedInterruptOutcome(interrupts=self._interrupts)
         elif status == "cancelled":
             outcome = RunFinishedCancelledOutcome()
-        result = event.get("final_output") if status == "completed" else None
+        result = _result(event) if status == "completed" else None
         finished = RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, result=result)
         return [*closing, finished]
+
+
+def _result(event: dict[str, Any]) -> Any:
+    """A structured turn's result is its parsed object; any other turn's, its text."""
+    output = event.get("output")
+    return output if output is not None else event.get("final_output")
 
 
 def _step_name(event: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@
 | `policy.decision` | `data-policy-decision` |
 | `turn.resumed` | `data-turn-resumed` (its data and `withdrawn`: `{text_parts, tool_call_ids}`) |
 | `turn.ended` | failed: `error`; then `finish` (finishReason, and `messageMetadata` {turn_id, status, usage, error}) |
+| `turn.ended` with an `output` | first `data-output` (id = the turn id, data = the parsed object) |
 | (end of the stream) | `[DONE]` |
 
 A continued turn (another replica took it over) says at `turn.resumed` what of the stream is
@@ -115,6 +116,8 @@ class AiSdkRun:
         status = event["status"]
         error = event.get("error")
         chunks = self._close_text()
+        if event.get("output") is not None:
+            chunks.append({"type": "data-output", "id": str(event["turn_id"]), "data": event["output"]})
         if status == "failed":
             chunks.append({"type": "error", "errorText": (error or {}).get("message") or "The turn failed"})
         metadata = {"turn_id": event["turn_id"], "status": status, "usage": event.get("usage"), "error": error}

@@ -84,7 +84,7 @@ class AdapterRuns:
         async with unit_of_work(self.container.session_factory) as db:
             repository = SessionRepository(db, self.principal.tenant_id)
             for session_id in candidates:
-                session = await repository.get(self.principal, session_id)
+                session = await repository.get(self.principal.writer, session_id)
                 if session is not None and session.agent_id == agent_id:
                     if session.status != "open":
                         raise Conflict(f"Session {session_id} of thread {thread_id!r} is {session.status}")

@@ -15,11 +15,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.context.compaction import DEFAULT_KEEP_LAST, DEFAULT_TRIGGER_RATIO
 from app.credentials.schemas import CREDENTIAL_NAME
 from app.governance.policy import PolicyRule, ToolGlob
 from app.providers.context_windows import context_window, estimate_tokens
+from app.structured.schema import CLAUDE_SDK_NO_SCHEMA, OUTPUT_SCHEMA_UNSUPPORTED, OutputSchema
 
 BUILTIN_TOOL_NAMES = ("calculator", "current_time", "echo", "memory")
 CLAUDE_TOOL_NAMES = ("Read", "Write", "Edit", "Glob", "Grep")
@@ -116,6 +118,7 @@ class AgentConfig(_Strict):
     limits: Limits = Field(default_factory=Limits)
     context: ContextConfig = Field(default_factory=ContextConfig)
     autonomy: AutonomyConfig = Field(default_factory=AutonomyConfig)
+    output_schema: OutputSchema | None = None
 
     @field_validator("tools")
     @classmethod
@@ -149,6 +152,8 @@ class AgentConfig(_Strict):
     def _runtime_model(self) -> AgentConfig:
         if self.runtime == "claude_sdk" and self.model.provider != "anthropic":
             raise ValueError('the claude_sdk runtime needs model.provider "anthropic" (Claude Code speaks its API)')
+        if self.runtime == "claude_sdk" and self.output_schema is not None:
+            raise PydanticCustomError(OUTPUT_SCHEMA_UNSUPPORTED, CLAUDE_SDK_NO_SCHEMA)
         return self
 
     @field_validator("policies")

@@ -17,11 +17,7 @@ from app.turns.responses import (
     TURN_RESPONSES,
     PreferHeader,
     TurnRepresentation,
-    accepted,
-    event_stream,
-    finished,
-    wants_async,
-    wants_json,
+    started,
 )
 from app.turns.schemas import Turn
 from app.turns.service import TurnService
@@ -112,9 +108,4 @@ async def _respond(
     if isinstance(outcome, schemas.StillWaiting):
         return JSONResponse(outcome.model_dump(mode="json"), status_code=202)
     turns = TurnService(service.container, principal)
-    if wants_async(prefer):
-        return accepted(await turns.get(outcome.turn_id))
-    if wants_json(representation):
-        return finished(await turns.finished(outcome.turn_id))
-    ping = service.container.settings.http.sse_ping_seconds
-    return event_stream(outcome.follow(), ping)
+    return await started(turns, outcome, representation, prefer)

@@ -42,10 +42,11 @@ class ApprovalService:
         async with unit_of_work(self.container.session_factory) as db:
             return schemas.Approval.model_validate(await self._load(db, approval_id))
 
-    async def _load(self, db: AsyncSession, approval_id: uuid.UUID, *, for_update: bool = False) -> Approval:
-        found = await ApprovalRepository(db, self.principal.tenant_id).get(
-            self.principal, approval_id, for_update=for_update
-        )
+    async def _load(
+        self, db: AsyncSession, approval_id: uuid.UUID, *, for_update: bool = False, write: bool = False
+    ) -> Approval:
+        scope = self.principal.writer if write else self.principal
+        found = await ApprovalRepository(db, self.principal.tenant_id).get(scope, approval_id, for_update=for_update)
         if found is None:
             raise NotFound(f"Approval {approval_id} not found")
         return found
@@ -55,7 +56,7 @@ class ApprovalService:
     ) -> Started | schemas.StillWaiting:
         item = schemas.BatchDecisionItem(approval_id=approval_id, **body.model_dump())
         async with unit_of_work(self.container.session_factory) as db:
-            turn_id = (await self._load(db, approval_id)).turn_id
+            turn_id = (await self._load(db, approval_id, write=True)).turn_id
         return await self.decide_batch(turn_id, schemas.BatchDecision(decisions=[item]), channel=channel)
 
     async def decide_batch(
@@ -69,13 +70,13 @@ class ApprovalService:
         if len(set(ids)) != len(ids):
             raise Conflict("The same approval appears twice in one request")
         async with unit_of_work(self.container.session_factory) as db:
-            await self._visible_turn(db, turn_id)  # another tenant's or user's turn: 404 before any wait or lock
+            await self._own_turn(db, turn_id)  # another tenant's or user's turn (admin too): 404 before any lock
         waiting: list[schemas.Approval] = []
 
         async def record(db: AsyncSession) -> uuid.UUID | None:
             turn = await self._lock_turn(db, turn_id)
             for item in body.decisions:
-                approval = await self._load(db, item.approval_id, for_update=True)
+                approval = await self._load(db, item.approval_id, for_update=True, write=True)
                 if approval.turn_id != turn.id:
                     raise NotFound(f"Approval {item.approval_id} does not belong to turn {turn.id}")
                 self._apply(approval, item, channel)
@@ -87,18 +88,19 @@ class ApprovalService:
         started = await self.engine.resume(self.principal, turn_id, record)
         return started if started is not None else schemas.StillWaiting(turn_id=turn_id, pending=waiting)
 
-    async def _visible_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
-        turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id, for_update=for_update)
+    async def _own_turn(self, db: AsyncSession, turn_id: uuid.UUID, *, for_update: bool = False) -> Turn:
+        writer = self.principal.writer
+        turn = await TurnRepository(db, self.principal.tenant_id).get(writer, turn_id, for_update=for_update)
         if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
         return turn
 
     async def _lock_turn(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
-        turn = await self._visible_turn(db, turn_id, for_update=True)
+        turn = await self._own_turn(db, turn_id, for_update=True)
         if turn.status != "interrupted":
             raise Conflict(f"Turn {turn_id} is {turn.status}: it does not wait for approvals")
         sessions = SessionService(db, self.principal, ttl=idle_ttl(self.container))
-        session = await SessionRepository(db, self.principal.tenant_id).get(self.principal, turn.session_id)
+        session = await SessionRepository(db, self.principal.tenant_id).get(self.principal.writer, turn.session_id)
         status = await sessions.status_of(session) if session is not None else "closed"
         if session is None or status != "open":
             raise session_not_open(turn.session_id, status)

@@ -36,11 +36,23 @@ def write_private_file(path: Path, content: bytes, *, replace: bool = True) -> N
         tmp.unlink(missing_ok=True)
 
 
+class NoSecret(Exception):
+    """The data folder has no generated secret yet (the service has not run on it)."""
+
+
 def load_or_create_secret(data_dir: Path) -> str:
-    """The data folder's secret, created on first use; the service and `agent-runtime token` share it."""
+    """The data folder's secret, created on first use by the service (and the page's local sign-in)."""
     path = data_dir / SECRET_FILE
     if not path.exists():
         write_private_file(path, secrets.token_urlsafe(48).encode(), replace=False)
+    return load_secret(data_dir)
+
+
+def load_secret(data_dir: Path) -> str:
+    """The data folder's existing secret; `NoSecret` when there is none (nothing is written)."""
+    path = data_dir / SECRET_FILE
+    if not path.exists():
+        raise NoSecret(path)
     secret = path.read_text().strip()
     if len(secret) < MIN_SECRET_CHARS:
         raise ValueError(f"{path} holds no usable secret: delete it to generate a new one")

@@ -76,7 +76,7 @@ class StoredTurn:
         """The inner loop's rounds the stored steps completed (the PLAN and summary calls are none). A done
         step's every reply was a round; of the running step's, those whose every tool call has its result
         stored (its final reply, if stored, becomes a round when the inner continuation closes the step).
-        A continuation's loop index goes on from here, so its idempotency keys are the lost run's."""
+        A continuation's loop index goes on from here, so its ledger rows count on as the lost run's did."""
         running = [] if self.summary is not None else self.rest
         answered = {m.tool_call_id for m in running if m.role == "tool"}
         done = sum(1 for stored in self.done for m in stored if m.role == "assistant")

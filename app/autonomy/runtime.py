@@ -3,7 +3,8 @@
 It wraps another `TurnRuntime` (the LangGraph loop) behind the same port, so the engine launches,
 cancels, settles and resumes an autonomous turn like any other. Every step runs the inner loop with
 the turn's running totals (loops, tokens), so loop and budget limits count across the whole plan,
-and its loop index goes on from the previous step's: idempotency keys stay unique per step.
+and its loop index goes on from the previous step's. A step's tool calls are told apart from every
+earlier step's by their ids, unique in the session (app/providers/call_ids.py).
 
 A run that goes on from the database (an approval's decision, or a continuation of a turn whose
 replica was lost) rebuilds the plan from its `plan.*` events and the steps' conversation from the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 from app.autonomy.conversation import StoredTurn, goal
 from app.autonomy.journal import StepJournal
@@ -27,6 +29,7 @@ from app.graph.governed_call import CallGovernance, Refused, Unanswered, governe
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse
 from app.runtime.port.events import PlanCreated, PlanStepCompleted, PlanStepStarted, PlanTodo
 from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.structured.answer import Accepted, Rejected, judge_answer
 
 SUMMARY_INSTRUCTION = "Every step of the plan has run. Write the closing summary of what was done for the user."
 STEP_STATUS = {"completed": "done"}
@@ -184,10 +187,21 @@ class AutonomousRuntime:
     ) -> Progress:
         outline = f"The plan:\n{plan.outline(None)}\n\nThe steps' outputs:\n{plan.outputs()}"
         messages = [*run.history, ChatMessage(role="user", content=outline)]
-        response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages)
-        if isinstance(response, Progress):
-            return response if response.final_output else dataclasses.replace(response, final_output=plan.outputs())
-        return totals.progress(status="completed", final_output=response.text)
+        schema = run.output_schema
+        for attempt in range(2):
+            response = await self._call(run, services, journal, totals, SUMMARY_INSTRUCTION, messages, schema=schema)
+            if isinstance(response, Progress):
+                return response if response.final_output else dataclasses.replace(response, final_output=plan.outputs())
+            if schema is None:
+                return totals.progress(status="completed", final_output=response.text)
+            verdict = judge_answer(response.text, schema, repaired=attempt > 0)
+            if isinstance(verdict, Accepted):
+                return totals.progress(status="completed", final_output=response.text, output=verdict.output)
+            if isinstance(verdict, Rejected):
+                return totals.progress(status="failed", error=verdict.error)
+            answer = ChatMessage(role="assistant", content=response.text)
+            messages = [*messages, answer, ChatMessage(role="user", content=verdict.prompt)]
+        raise AssertionError("unreachable")
 
     async def _call(
         self,
@@ -197,6 +211,8 @@ class AutonomousRuntime:
         totals: _Totals,
         system: str,
         messages: list[ChatMessage],
+        *,
+        schema: dict[str, Any] | None = None,
     ) -> ModelResponse | Progress:
         """One model call outside the loop (plan, summary), governed and recorded like the loop's.
 
@@ -212,6 +228,7 @@ class AutonomousRuntime:
             tools=[],
             max_tokens=int(model.get("max_tokens", 1024)),
             call_index=totals.calls,
+            output_schema=schema,
         )
         spent = totals.spent()
         governance = CallGovernance(_budget(run), spent, services.quota)
@@ -250,6 +267,7 @@ class AutonomousRuntime:
             pending=run.pending if going_on else [],
             last_text=run.last_text if going_on else "",
             continued=run.continued if going_on else None,
+            output_schema=None,
         )
 
 

@@ -14,11 +14,18 @@
   transcript, which lives on the disk of the replica that ran the session
   (`DATA_DIR/claude/<session>/config`): a replica without it fails the turn `server_restarted`,
   except when the turn's input is the whole conversation (nothing to rebuild).
+- A regenerated turn (`TurnRun.supersedes`) forks the transcript in place: the process resumes at
+  the entry before the superseded turn's prompt (that turn's entries stay on a dead branch) and
+  sends the new input, so Claude Code holds exactly the kept conversation.
+- A new run whose kept conversation Claude Code does not hold (a fork's first turn, or a regenerated
+  turn whose prompt the transcript lacks) rebuilds it from ours: the transcript, if any, is set
+  aside and the opening prompt quotes the stored messages before the input (`rebuilt_prompt`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,13 +64,50 @@ def prompt_message(run: TurnRun, text: str, attempt: int = 0) -> dict[str, Any]:
             "uuid": prompt_uuid(run.ident.turn_id, text, attempt)}  # fmt: skip
 
 
+def rebuilt_prompt(run: TurnRun) -> dict[str, Any]:
+    """The run's prompt with the stored conversation before it, for a Claude Code session that lacks it
+    (under the uuid of the plain prompt, so a continuation finds it)."""
+    lines = ["The conversation so far, as this service stored it:"]
+    for message in run.history[:-1]:
+        lines.append(_quoted(message))
+    lines += ["", "The user's new message:", run.input]
+    prompt = prompt_message(run, run.input)
+    prompt["message"] = {"role": "user", "content": "\n".join(lines)}
+    return prompt
+
+
+def _quoted(message: ChatMessage) -> str:
+    if message.role == "tool":
+        failed = " (error)" if message.is_error else ""
+        return f"[tool result of {message.name or message.tool_call_id}{failed}] {message.content}"
+    calls = "".join(f"\n[{message.role} called {c.name} with {json.dumps(c.arguments)}]" for c in message.tool_calls)
+    return f"[{message.role}] {message.content}{calls}"
+
+
 async def open_run(turn: SdkTurn, run: TurnRun, folders: SessionFolders) -> Opening | Progress:
     if run.continued is not None:
         return await _continued(turn, run, folders)
     if run.resumed:
         calls, lost = run.pending, SESSION_LOST
         return await _batch(turn, folders, calls, loop=run.loop_count, answered={}, continued=None, lost=lost)
+    if run.supersedes is not None:
+        return await _regenerated(run, folders)
+    if len(run.history) > 1 and not await asyncio.to_thread(folders.has_transcript, run.ident.session_id):
+        return Opening(rebuilt_prompt(run), restart=True)
     return Opening(prompt_message(run, run.input))
+
+
+async def _regenerated(run: TurnRun, folders: SessionFolders) -> Opening:
+    """Resume Claude Code before the superseded turn's prompt; rebuild from ours if its transcript lacks it."""
+    assert run.supersedes is not None
+    session_id = run.ident.session_id
+    transcript = await asyncio.to_thread(folders.transcript, session_id)
+    sent = transcript.prompt(run.supersedes.turn_id, run.supersedes.input)
+    if sent is None or sent.parent is None:
+        await asyncio.to_thread(folders.set_aside, session_id)
+        prompt = rebuilt_prompt(run) if len(run.history) > 1 else prompt_message(run, run.input)
+        return Opening(prompt, restart=True)
+    return Opening(prompt_message(run, run.input), resume_at=sent.parent, restart=True)
 
 
 async def _continued(turn: SdkTurn, run: TurnRun, folders: SessionFolders) -> Opening | Progress:

@@ -1,11 +1,11 @@
 """One run of a turn on a Claude Code session: its SDK messages recorded through the journal.
 
 The turn is also the gate's recorder (app/claude_sdk/gate.py): it keeps the tool ledger (keys are
-`sha256(session_id:loop:tool_call_id)` as on the LangGraph runtime; `loop` counts the model calls
-of the turn that asked for tools), raises approvals, and runs the in-process tools when Claude
-Code calls them. A call that waits for a human stops the SDK turn (the hook answers
-`continue: false`): the run ends `interrupted`, and every later call of the reply is held for the
-resume. Limits are ours too: a reply asking for tools at `max_loops` stops the turn `loop_limit`
+`sha256(session_id:turn_id:tool_call_id)` as on the LangGraph runtime, with Claude Code's `tool_use`
+ids; a row's `loop` counts the model calls of the turn that asked for tools), raises approvals, and
+runs the in-process tools when Claude Code calls them. A call that waits for a human stops the SDK
+turn (the hook answers `continue: false`): the run ends `interrupted`, and every later call of the
+reply is held for the resume. Limits are ours too: a reply asking for tools at `max_loops` stops the turn `loop_limit`
 before they run; output beyond `max_output_tokens` stops it `budget_exceeded`.
 """
 
@@ -111,7 +111,7 @@ class SdkTurn:
     # -- the gate's recorder ------------------------------------------------------------------
 
     def key(self, call_id: str) -> str:
-        return idempotency_key(str(self.run.ident.session_id), self.progress.loop_count, call_id)
+        return idempotency_key(str(self.run.ident.session_id), str(self.run.ident.turn_id), call_id)
 
     async def stored_result(self, tool_call_id: str) -> ToolResult | None:
         return await self.journal.ledger_get(self.key(tool_call_id))

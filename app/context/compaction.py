@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from app.providers.attachments import described, estimated_tokens
 from app.providers.base import ChatMessage
 from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 
@@ -76,6 +77,7 @@ class CompactionPolicy:
 def message_tokens(message: ChatMessage, provider: str) -> int:
     """A message's size: its text, its tool calls' names and arguments, and the framing around it."""
     size = estimate_tokens(message.content, provider) + MESSAGE_OVERHEAD_TOKENS
+    size += sum(estimated_tokens(a) for a in message.attachments)
     for call in message.tool_calls:
         size += estimate_tokens(f"{call.name} {call.arguments}", provider)
     return size
@@ -139,14 +141,15 @@ def summary_message(summary: str) -> ChatMessage:
 
 
 def transcript(messages: Sequence[ChatMessage]) -> str:
-    """The messages to summarise as plain text, one block per message, tool calls spelled out."""
+    """The messages to summarise as plain text, one block per message, tool calls spelled out, attachments
+    named (a summary describes them; the messages compaction keeps keep their attachments)."""
     blocks = []
     for message in messages:
         if message.role == "tool":
             status = "error" if message.is_error else "result"
             blocks.append(f"[tool {status} of {message.name or 'a tool'}]\n{message.content}")
             continue
-        text = message.content
+        text = "\n".join([*(described(a) for a in message.attachments), message.content])
         for call in message.tool_calls:
             text += f"\n(called {call.name} with {call.arguments})"
         blocks.append(f"[{message.role}]\n{text.strip()}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import orjson
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,15 +18,34 @@ class _TooLarge(HTTPException):
         super().__init__(413, f"Request body exceeds {max_bytes} bytes")
 
 
+MULTIPART_ENVELOPE_BYTES = 64 * 1024
+"""What an upload's multipart framing may add to the file it carries (boundaries, part headers)."""
+
+
 class BodySizeLimit:
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    """`per_path` gives an exact path its own ceiling (an upload route takes more than a JSON body);
+    a body over it is refused from its Content-Length before any of it is read, or, without one, as
+    soon as what arrived passes the ceiling."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, per_path: Mapping[str, int] | None = None) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.default_bytes = max_bytes
+        self.per_path = dict(per_path or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope.get("path", ""), self.default_bytes)
+        await _Bounded(self.app, limit)(scope, receive, send)
+
+
+class _Bounded:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit():
             # The HTTP server delivers exactly Content-Length bytes: checking the header is enough.

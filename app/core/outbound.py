@@ -22,7 +22,8 @@ RESOLVE_TIMEOUT_SECONDS = 5.0
 
 
 class OutboundBlocked(ValueError):
-    """The URL may not be fetched. The message names the host, never credentials or the path."""
+    """The URL may not be fetched. The message names neither the host nor credentials nor the path
+    (a 422 never repeats its input)."""
 
 
 async def check_outbound_url(url: str, allowed_hosts: Sequence[str], *, resolve: Resolver | None = None) -> None:
@@ -48,11 +49,11 @@ async def check_outbound_url(url: str, allowed_hosts: Sequence[str], *, resolve:
         return
     addresses = await (resolve or _resolve)(host, port)
     if not addresses:
-        raise OutboundBlocked(f"{host} does not resolve")
+        raise OutboundBlocked("the host does not resolve")
     for address in addresses:
         if is_internal(ipaddress.ip_address(address.split("%", 1)[0])):
             raise OutboundBlocked(
-                f"{host} resolves to a private, loopback or link-local address; an operator can allow it"
+                "the host is or resolves to a private, loopback or link-local address; an operator can allow it"
             )
 
 
@@ -70,12 +71,46 @@ def host_allowed(host: str, allowed_hosts: Sequence[str]) -> bool:
     return False
 
 
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+_NOT_GLOBAL_V6 = tuple(
+    ipaddress.ip_network(net) for net in ("2001::/32", "2001:db8::/32", "3fff::/20", "64:ff9b:1::/48")
+)
+"""Inside 2000::/3 yet not global (Teredo, documentation), plus NAT64's local-use prefix, which
+this Python's tables do not know."""
+_LAST_32_BITS = tuple(
+    ipaddress.ip_network(net) for net in ("64:ff9b::/96", "::/96", "::ffff:0:0/96", "::ffff:0:0:0/96")
+)
+"""IPv6 forms whose last 32 bits are an IPv4 address the packet reaches: NAT64's well-known
+prefix, IPv4-compatible, IPv4-mapped and IPv4-translated (SIIT)."""
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address carries (NAT64, 6to4, Teredo, compatible, mapped)."""
+    found = [ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)] if any(address in n for n in _LAST_32_BITS) else []
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
+
+
 def is_internal(address: IpAddress) -> bool:
     """True for every address that is not globally routable (private, loopback, link-local, shared,
-    reserved, unspecified) and for multicast; IPv4-mapped IPv6 is judged as its IPv4 address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return not address.is_global or address.is_multicast
+    reserved, unspecified) and for multicast. An IPv6 address is judged by every IPv4 address it
+    embeds, and outside global unicast (2000::/3) only those embedding forms may pass."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return not address.is_global or address.is_multicast
+    embedded = embedded_ipv4(address)
+    if any(is_internal(inner) for inner in embedded):
+        return True
+    if embedded and address not in _GLOBAL_UNICAST:
+        return False
+    return (
+        address not in _GLOBAL_UNICAST
+        or any(address in net for net in _NOT_GLOBAL_V6)
+        or not address.is_global
+        or address.is_multicast
+    )
 
 
 def _ip_or_none(host: str) -> IpAddress | None:
@@ -91,5 +126,5 @@ async def _resolve(host: str, port: int) -> list[str]:
         async with asyncio.timeout(RESOLVE_TIMEOUT_SECONDS):
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise OutboundBlocked(f"{host} does not resolve") from exc
+        raise OutboundBlocked("the host does not resolve") from exc
     return [str(info[4][0]) for info in infos]

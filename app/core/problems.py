@@ -16,7 +16,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.sql import PoolExhausted
-from app.errors import AppError
+from app.errors import AppError, rule_code
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "https://agent-runtime.dev/problems/"
@@ -68,13 +68,20 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 def validation_problem(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
     """422 naming each offending field: `errors` holds `{loc, msg, type}`, never the input."""
     fields = ", ".join(".".join(str(part) for part in e["loc"]) for e in errors)
+    code = rule_code(errors)
+    coded: dict[str, Any] = {} if code is None else {"code": code}
+    detail = f"Invalid request: {fields}"
+    if code is not None:
+        named = next(e for e in errors if e["type"] == code)
+        detail = f"Invalid request: {'.'.join(str(p) for p in named['loc'])}: {named['msg']}"
     return problem_response(
         request,
         status=422,
         title="Unprocessable Content",
-        slug="validation-error",
-        detail=f"Invalid request: {fields}",
+        slug="validation-error" if code is None else code.replace("_", "-"),
+        detail=detail,
         errors=errors,
+        **coded,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.sql import Row, Sql
+from app.credentials.schemas import printable_ascii
 from app.credentials.sealing import associated_data
 from app.credentials.store import tenant_keys
 from app.providers.base import ProviderError
@@ -85,5 +86,7 @@ class CredentialResolver:
             )
         except SecretUnreadable as exc:
             raise not_configured(f"the credential {name!r} cannot be decrypted: {exc}") from None
+        if not printable_ascii(api_key):
+            raise not_configured(f"the key of credential {name!r} is not printable ASCII: store it again")
         env_base = self._environment.get(provider, EnvironmentKey()).base_url
         return Endpoint(provider, api_key, base_url or env_base, source=f"credential:{name}")

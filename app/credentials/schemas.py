@@ -1,12 +1,29 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StrictBool
+from pydantic_core import PydanticCustomError
 
 CREDENTIAL_NAME = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 KeyedProvider = Literal["anthropic", "openai", "gemini"]
+MAX_KEY_CHARS = 4096
+
+
+def printable_ascii(key: str) -> bool:
+    """A key travels in an HTTP header: anything but printable ASCII (a pasted `…`, a space, a line
+    break) would only fail every turn later."""
+    return all("!" <= char <= "~" for char in key)
+
+
+def _printable_ascii(key: SecretStr) -> SecretStr:
+    if not printable_ascii(key.get_secret_value()):
+        raise PydanticCustomError("api_key_not_ascii", "an API key is printable ASCII without spaces")
+    return key
+
+
+ApiKey = Annotated[SecretStr, Field(min_length=1, max_length=MAX_KEY_CHARS), AfterValidator(_printable_ascii)]
 
 
 class CredentialPut(BaseModel):
@@ -14,7 +31,7 @@ class CredentialPut(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     provider: KeyedProvider
-    api_key: SecretStr = Field(min_length=1, max_length=4096)
+    api_key: ApiKey
     base_url: str | None = Field(
         default=None,
         max_length=2048,

@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_
 
 MAX_ITEMS = 10_000
 """Items a dataset may hold in all."""
+MAX_ITEMS_PER_REQUEST = 1_000
+"""Items one request adds (a larger dataset is appended in several): a body past the limit is then a
+422 naming the field, never a body too large to read."""
 MAX_INPUT = 100_000
 
 
@@ -134,11 +137,11 @@ class ItemIn(_Check):
 class DatasetCreate(_Check):
     name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = Field(default="", max_length=10_000)
-    items: list[ItemIn] = Field(default_factory=list, max_length=MAX_ITEMS)
+    items: list[ItemIn] = Field(default_factory=list, max_length=MAX_ITEMS_PER_REQUEST)
 
 
 class ItemsAppend(_Check):
-    items: list[ItemIn] = Field(min_length=1, max_length=MAX_ITEMS)
+    items: list[ItemIn] = Field(min_length=1, max_length=MAX_ITEMS_PER_REQUEST)
 
 
 class FromSessions(_Check):

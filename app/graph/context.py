@@ -10,7 +10,7 @@ from app.agents.config import AgentConfig
 from app.context.engine_client import ContextEngineClient
 from app.governance.gate import Governance
 from app.providers.base import Provider
-from app.runtime.port.journal import Continued, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
+from app.runtime.port.journal import Continued, FileReader, QuotaGate, TurnIdentity, TurnJournal, TurnRun, TurnServices
 from app.tools.recorded import agent_config_of
 from app.tools.toolbox import ToolBox
 
@@ -34,6 +34,8 @@ class TurnContext:
     quota: QuotaGate | None = None
     continued: Continued | None = None
     """Set when the run continues a turn whose run was lost: tool calls consult the ledger's dispatched rows."""
+    output_schema: dict[str, Any] | None = None
+    files: FileReader | None = None
 
     @classmethod
     def of(cls, run: TurnRun, services: TurnServices, journal: TurnJournal) -> TurnContext:
@@ -49,4 +51,6 @@ class TurnContext:
             context_token=services.context_token,
             quota=services.quota,
             continued=run.continued,
+            output_schema=run.output_schema,
+            files=services.files,
         )

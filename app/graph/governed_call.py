@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
+from app.providers.attachments import estimated_tokens
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
+from app.providers.call_ids import conversation_call_ids, with_own_ids
 from app.providers.context_windows import MESSAGE_OVERHEAD_TOKENS, estimate_tokens
 from app.providers.telemetry import ModelCall, model_call
 from app.runtime.port.events import MessageCompleted, MessageDelta, UsageEvent, UsageKind
@@ -62,9 +65,19 @@ class CallGovernance:
 
 
 async def governed_call(
-    request: ModelRequest, governance: CallGovernance, *, provider: Provider, journal: TurnJournal, kind: UsageKind
+    request: ModelRequest,
+    governance: CallGovernance,
+    *,
+    provider: Provider,
+    journal: TurnJournal,
+    kind: UsageKind,
+    call_ids: Iterable[str] | None = None,
 ) -> CallOutcome:
-    """Make the call if the budget and the quota allow it; `request.max_tokens` is the model's own maximum."""
+    """Make the call if the budget and the quota allow it; `request.max_tokens` is the model's own maximum.
+
+    `call_ids`: the tool call ids the session's conversation holds (default: the prompt's), which the
+    reply's calls are told apart from before anything records them (app/providers/call_ids.py).
+    """
     budget, spent = governance.budget, governance.spent
     if (reason := spent_reason(budget, spent)) is not None:
         return Refused("budget_exceeded", reason)
@@ -91,6 +104,8 @@ async def governed_call(
                 raise
             call.failed(exc.code)
             return Unanswered(exc.code, exc.message, usage)
+        taken = conversation_call_ids(request.messages) if call_ids is None else call_ids
+        response = dataclasses.replace(response, tool_calls=with_own_ids(response.tool_calls, taken))
         call.finished(response)
     message = _record(journal, response, hold, ModelUsage(model, response.input_tokens, response.output_tokens, kind))
     after = Spent(spent.input_tokens + response.input_tokens, spent.output_tokens + response.output_tokens, spent.loops)
@@ -130,9 +145,10 @@ def model_name(request: ModelRequest) -> str:
 def prompt_estimate(request: ModelRequest, provider: str) -> int:
     """Tokens the request's prompt likely costs (exact for the scripted provider: a token a word)."""
     texts = [request.system, *(m.content for m in request.messages)]
+    attached = sum(estimated_tokens(a) for m in request.messages for a in m.attachments)
     if provider == "scripted":
-        return sum(estimate_tokens(t, provider) for t in texts)
+        return sum(estimate_tokens(t, provider) for t in texts) + attached
     calls = [json.dumps([c.arguments for c in m.tool_calls]) for m in request.messages if m.tool_calls]
     specs = [json.dumps([t.name, t.description, t.input_schema]) for t in request.tools]
     overhead = MESSAGE_OVERHEAD_TOKENS * (len(request.messages) + 1)
-    return overhead + sum(estimate_tokens(t, provider) for t in [*texts, *calls, *specs])
+    return overhead + attached + sum(estimate_tokens(t, provider) for t in [*texts, *calls, *specs])

@@ -57,6 +57,7 @@ def progress_of(state: TurnState) -> Progress:
         status=state.get("status"),
         error=state.get("error"),
         final_output=state.get("final_output"),
+        output=state.get("output"),
         last_text=state.get("last_text", ""),
         loop_count=state.get("loop_count", 0),
         input_tokens=state.get("input_tokens", 0),

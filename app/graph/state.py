@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from app.context.compaction import StoredSummary
 from app.governance.budget import Budget, Spent
@@ -46,6 +46,12 @@ class TurnState(TypedDict, total=False):
     status: EndStatus | None
     error: dict[str, str] | None
     final_output: str | None
+    output: dict[str, Any] | None
+    """The final answer parsed against the turn's output schema."""
+    output_repairs: int
+    """Answers that missed the output schema and were sent back once with the errors."""
+    repairing: bool
+    """The last answer missed the schema: the loop goes round once more instead of completing."""
 
 
 def budget_of(state: TurnState) -> Budget:

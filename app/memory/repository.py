@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
-from sqlalchemy import Select, delete, func, text
+from sqlalchemy import Select, column, delete, func, table, text
 
 from app.core.repository import TenantRepository
 from app.models import MemoryItem
 
 _WORD = re.compile(r"\w+")
+_FTS = table("memory_search", column("item_id"), column("rank"))
+"""SQLite's FTS5 index of `memory_items.search_text` (kept by triggers, migration 0014)."""
 
 
 class MemoryRepository(TenantRepository[MemoryItem]):
@@ -30,7 +31,9 @@ class MemoryRepository(TenantRepository[MemoryItem]):
         return await self.all(stmt.order_by(MemoryItem.key).limit(limit + 1))
 
     async def search(self, scope: str, namespace: str, query: str, *, limit: int) -> list[MemoryItem]:
-        """Best matches first: every word of `query` must occur (PostgreSQL tsvector, SQLite FTS5)."""
+        """Best matches first: every word of `query` must occur (PostgreSQL tsvector, SQLite FTS5). One
+        statement filtered by tenant, scope and namespace and limited, so another tenant's matches are
+        never read (SQLite once loaded every tenant's hits before filtering)."""
         words = _WORD.findall(query.lower())
         if not words:
             return []
@@ -41,13 +44,11 @@ class MemoryRepository(TenantRepository[MemoryItem]):
             stmt = stmt.where(vector.op("@@")(wanted)).order_by(func.ts_rank(vector, wanted).desc(), MemoryItem.key)
         else:
             match = " ".join(f'"{word}"' for word in words)
-            hits = text("SELECT item_id FROM memory_search WHERE memory_search MATCH :match ORDER BY rank")
-            ids = [row[0] for row in (await self.session.execute(hits, {"match": match})).all()]
-            if not ids:
-                return []
-            rank = {uuid.UUID(item_id).hex: n for n, item_id in enumerate(ids)}
-            rows = await self.all(stmt.where(MemoryItem.id.in_([uuid.UUID(item_id) for item_id in ids])))
-            return sorted(rows, key=lambda item: rank[item.id.hex])[:limit]
+            stmt = (
+                stmt.join(_FTS, _FTS.c.item_id == MemoryItem.id)
+                .where(text("memory_search MATCH :match").bindparams(match=match))
+                .order_by(_FTS.c.rank, MemoryItem.key)
+            )
         return await self.all(stmt.limit(limit))
 
     async def delete(self, scope: str, namespace: str, key: str) -> bool:

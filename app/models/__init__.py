@@ -9,6 +9,7 @@ from app.models.credential import Credential
 from app.models.credential_setting import CredentialSetting
 from app.models.dataset import Dataset, DatasetItem
 from app.models.eval_run import EvalResult, EvalRun
+from app.models.file import File
 from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
@@ -39,6 +40,7 @@ __all__ = [
     "DatasetItem",
     "EvalResult",
     "EvalRun",
+    "File",
     "MemoryItem",
     "Message",
     "PolicyDecision",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Index, String, Text
+from sqlalchemy import Boolean, ForeignKey, Index, String, Text, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, BigIntId, CreatedMixin, TenantMixin
@@ -24,3 +24,9 @@ class Message(TenantMixin, CreatedMixin, Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(128))
     name: Mapped[str | None] = mapped_column(String(256))
     is_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    attachments: Mapped[list[Any] | None]
+    """A user message's files, as references `{file_id, kind, name, content_type, size}` (not copies)."""
+    superseded_by_turn_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    """The turn that regenerated this message's turn: kept, but out of the history and the prompt.
+
+    A forked session's copies keep the `turn_id` of the origin's turn that wrote them."""

@@ -23,6 +23,8 @@ class Schedule(IdMixin, TenantMixin, CreatedMixin, Base):
     session_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     """The session every firing runs in; None: a new session per firing."""
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled_reason: Mapped[str | None] = mapped_column(String(256))
+    """Why the service turned the schedule off (its agent was archived); None when enabled or turned off by a user."""
     next_fire_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_fired_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)

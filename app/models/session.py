@@ -4,12 +4,13 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Uuid, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin, UtcDateTime, utcnow
 
 SESSION_STATUSES = ("open", "closed", "expired")
+TITLE_MAX = 200
 _OPEN = text("status = 'open'")
 _ENDED_NOT_PURGED = text("status IN ('closed', 'expired') AND purged_at IS NULL")
 
@@ -26,6 +27,7 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     __table_args__ = (
         Index("ix_sessions_tenant_owner_created", "tenant_id", "owner_sub", "created_at", "id"),
         Index("ix_sessions_agent_id", "agent_id"),
+        Index("ix_sessions_forked_from", "forked_from_session_id"),
         Index("uq_sessions_external_id", "tenant_id", "owner_sub", "agent_id", "external_id", unique=True),
         Index("ix_sessions_open_last_active", "last_active_at", postgresql_where=_OPEN, sqlite_where=_OPEN),
         Index(
@@ -43,6 +45,8 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
     status: Mapped[str] = mapped_column(String(16), default="open")
     external_id: Mapped[str | None] = mapped_column(String(256))
+    title: Mapped[str | None] = mapped_column(String(TITLE_MAX))
+    """The first user message's opening (set when the first turn starts) until the owner renames it."""
     purpose: Mapped[str] = mapped_column(String(16), default="chat", server_default="chat")
     """`chat`, or `eval`: a session of an eval run (app/evals), left out of session lists."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)
@@ -54,3 +58,6 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
     """When the session was closed or expired (retention counts from here)."""
     purged_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     """When retention deleted its events and messages."""
+    forked_from_session_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    forked_from_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    """A fork's origin and the last message of the origin it kept (app/sessions/forks.py)."""

@@ -28,6 +28,7 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
             postgresql_where=_RUNNING_WHERE,
             sqlite_where=_RUNNING_WHERE,
         ),
+        Index("uq_turns_supersedes", "supersedes_turn_id", unique=True),
         Index("ix_turns_running_runner", "runner_id", postgresql_where=_RUNNING, sqlite_where=_RUNNING),
         Index(
             "uq_turns_one_active_per_session",
@@ -43,6 +44,12 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     input: Mapped[str] = mapped_column(Text)
     final_output: Mapped[str | None] = mapped_column(Text)
     error: Mapped[dict[str, Any] | None]
+    output_schema: Mapped[dict[str, Any] | None]
+    """The schema the final answer must meet: the turn request's, else the agent's (app/structured)."""
+    output: Mapped[dict[str, Any] | None]
+    attachments: Mapped[list[Any] | None]
+    """A queued turn's file references, for the user message written when it starts."""
+    """The final answer parsed and validated against `output_schema`."""
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     loop_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -64,6 +71,8 @@ class Turn(IdMixin, TenantMixin, CreatedMixin, Base):
     """The door the turn came through: `api` (REST and the stream adapters), `mcp` or `a2a` (app/interop)."""
     owner_sub: Mapped[str] = mapped_column(String(256))
     resumed_by: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    supersedes_turn_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
+    """The turn this one regenerated (POST /turns/{id}/regenerate); unique: a turn is regenerated once."""
     runner_id: Mapped[uuid.UUID | None] = mapped_column(Uuid())
     """The process running the turn now; its heartbeat in `runners` is the lease (see turns.lease)."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow)

@@ -6,20 +6,23 @@ The SDK (2.x) speaks `httpx2`, not `httpx`: a custom `http_client` must be an `h
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Literal
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Literal, cast
 
 import anthropic
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
     MessageParam,
+    OutputConfigParam,
     ToolParam,
     UserMessageParam,
 )
 
 from app.providers.anthropic_stream import MessageAccumulator
+from app.providers.attachments import base64_of, inlined
 from app.providers.base import (
+    Attachment,
     ChatMessage,
     ModelRequest,
     ProviderError,
@@ -29,8 +32,11 @@ from app.providers.base import (
 )
 from app.providers.errors import MAX_DETAIL_CHARS, code_for_status, redact
 from app.providers.tool_schema import ToolNames, object_schema
+from app.structured.answer import schema_instruction
+from app.structured.schema import strict_compatible
 
 AnthropicRole = Literal["user", "assistant"]
+ImageMediaType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 
 _CODE_BY_ERROR_TYPE = {
     "overloaded_error": "provider_overloaded",
@@ -53,16 +59,17 @@ class AnthropicProvider:
         client = self._client
         model = _model_name(request)
         names = ToolNames.for_tools("anthropic", request.tools)
-        messages = to_anthropic_messages(request.messages, names)
+        messages = to_anthropic_messages(request.messages, names, request.files)
         tools = [to_tool_param(spec, names) for spec in request.tools]
         accumulator = MessageAccumulator()
         try:
             stream = await client.messages.create(
                 model=model,
                 max_tokens=request.max_tokens,
-                system=request.system or anthropic.omit,
+                system=_system(request) or anthropic.omit,
                 messages=messages,
                 tools=tools or anthropic.omit,
+                output_config=_output_config(request),
                 stream=True,
             )
             async with stream:
@@ -74,6 +81,21 @@ class AnthropicProvider:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
         yield accumulator.response(names)
+
+
+def _output_config(request: ModelRequest) -> OutputConfigParam | anthropic.Omit:
+    """Structured outputs for a schema they take; any other schema is asked for in the system prompt."""
+    schema = request.output_schema
+    if schema is None or not strict_compatible(schema):
+        return anthropic.omit
+    return {"format": {"type": "json_schema", "schema": schema}}
+
+
+def _system(request: ModelRequest) -> str:
+    schema = request.output_schema
+    if schema is None or strict_compatible(schema):
+        return request.system
+    return "\n\n".join(part for part in (request.system, schema_instruction(schema)) if part)
 
 
 def _model_name(request: ModelRequest) -> str:
@@ -91,7 +113,9 @@ def to_tool_param(spec: ToolSpec, names: ToolNames) -> ToolParam:
     }
 
 
-def to_anthropic_messages(history: Sequence[ChatMessage], names: ToolNames | None = None) -> list[MessageParam]:
+def to_anthropic_messages(
+    history: Sequence[ChatMessage], names: ToolNames | None = None, files: Mapping[str, bytes] | None = None
+) -> list[MessageParam]:
     """Neutral history to Anthropic turns: tool results become user blocks, same-role neighbours merge.
 
     The API wants user and assistant to alternate, and all results of one tool-use turn in the single
@@ -99,7 +123,7 @@ def to_anthropic_messages(history: Sequence[ChatMessage], names: ToolNames | Non
     """
     turns: list[tuple[AnthropicRole, list[ContentBlockParam]]] = []
     for message in history:
-        role, blocks = _to_blocks(message, names or ToolNames("anthropic"))
+        role, blocks = _to_blocks(message, names or ToolNames("anthropic"), files or {})
         if not blocks:
             continue
         if turns and turns[-1][0] == role:
@@ -115,7 +139,9 @@ def _message_param(role: AnthropicRole, blocks: list[ContentBlockParam]) -> Mess
     return AssistantMessageParam(role="assistant", content=blocks)
 
 
-def _to_blocks(message: ChatMessage, names: ToolNames) -> tuple[AnthropicRole, list[ContentBlockParam]]:
+def _to_blocks(
+    message: ChatMessage, names: ToolNames, files: Mapping[str, bytes]
+) -> tuple[AnthropicRole, list[ContentBlockParam]]:
     if message.role == "tool":
         if not message.tool_call_id:
             raise ProviderError("provider_bad_request", "a tool message in the history has no tool_call_id")
@@ -131,12 +157,24 @@ def _to_blocks(message: ChatMessage, names: ToolNames) -> tuple[AnthropicRole, l
     if message.content.strip():
         blocks.append({"type": "text", "text": message.content})
     if message.role == "user":
-        return "user", blocks
+        return "user", [*(_attachment_block(a, files) for a in message.attachments), *blocks]
     blocks.extend(
         {"type": "tool_use", "id": call.id, "name": names.wire(call.name), "input": call.arguments}
         for call in message.tool_calls
     )
     return "assistant", blocks
+
+
+def _attachment_block(attachment: Attachment, files: Mapping[str, bytes]) -> ContentBlockParam:
+    """Images as image blocks, PDFs as document blocks, text files as text (the API's own limits apply)."""
+    data = files.get(attachment.file_id)
+    if attachment.kind == "text" or data is None:
+        return {"type": "text", "text": inlined(attachment, files)}
+    encoded = base64_of(data)
+    if attachment.kind == "pdf":
+        return {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": encoded}}
+    media_type = cast(ImageMediaType, attachment.content_type)
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": encoded}}
 
 
 def to_provider_error(exc: anthropic.AnthropicError, *, api_key: str | None) -> ProviderError:

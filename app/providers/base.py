@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -21,8 +21,22 @@ class ToolSpec:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
+    """Unique among the session's calls once the reply is in (app/providers/call_ids.py)."""
     name: str
     arguments: dict[str, Any]
+    provider_id: str | None = None
+    """The id the provider sent, when `id` had to be one of ours instead (it sent none, a bad one, or a taken one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file a user message refers to; its bytes are read for each model call (`ModelRequest.files`)."""
+
+    file_id: str
+    kind: Literal["image", "pdf", "text"]
+    name: str
+    content_type: str
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +49,7 @@ class ChatMessage:
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +62,10 @@ class ModelRequest:
     max_tokens: int
     call_index: int = 0
     """How many model calls this session made before this one (the scripted provider's cursor)."""
+    output_schema: dict[str, Any] | None = None
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """The bytes of the files the messages' attachments name, by file id (a deleted file is absent)."""
+    """The JSON Schema a final answer must meet: each provider asks for it natively where it can."""
 
 
 @dataclass(frozen=True, slots=True)

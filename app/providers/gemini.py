@@ -42,13 +42,15 @@ class GeminiProvider:
             system_instruction=request.system or None,
             tools=to_gemini_tools(request.tools, names) or None,
             max_output_tokens=request.max_tokens,
+            response_mime_type="application/json" if request.output_schema is not None else None,
+            response_json_schema=request.output_schema,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
         accumulator = PartAccumulator()
         try:
             stream = await self._client.aio.models.generate_content_stream(
                 model=_model_name(request),
-                contents=to_gemini_contents(request.messages, names, self._signatures),  # type: ignore[arg-type]
+                contents=to_gemini_contents(request.messages, names, self._signatures, request.files),  # type: ignore[arg-type]
                 config=config,
             )
             async for chunk in stream:

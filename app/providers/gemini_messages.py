@@ -14,7 +14,8 @@ from typing import Literal
 
 from google.genai import types
 
-from app.providers.base import ChatMessage, ProviderError, ToolSpec
+from app.providers.attachments import inlined
+from app.providers.base import Attachment, ChatMessage, ProviderError, ToolSpec
 from app.providers.tool_schema import ToolNames, object_schema
 
 GeminiRole = Literal["user", "model"]
@@ -36,12 +37,17 @@ def to_gemini_tools(specs: Sequence[ToolSpec], names: ToolNames) -> list[types.T
 
 
 def to_gemini_contents(
-    history: Sequence[ChatMessage], names: ToolNames, signatures: Mapping[str, bytes]
+    history: Sequence[ChatMessage],
+    names: ToolNames,
+    signatures: Mapping[str, bytes],
+    files: Mapping[str, bytes] | None = None,
 ) -> list[types.Content]:
     turns: list[tuple[GeminiRole, list[types.Part]]] = []
     call_names = {call.id: call.name for message in history for call in message.tool_calls}
     for message in history:
         role, parts = _parts(message, names, signatures, call_names)
+        if message.attachments:
+            parts = [*(_attachment_part(a, files or {}) for a in message.attachments), *parts]
         if not parts:
             continue
         if turns and turns[-1][0] == role:
@@ -49,6 +55,14 @@ def to_gemini_contents(
         else:
             turns.append((role, parts))
     return [types.Content(role=role, parts=parts) for role, parts in turns]
+
+
+def _attachment_part(attachment: Attachment, files: Mapping[str, bytes]) -> types.Part:
+    """Images and PDFs as inline data, text files as text."""
+    data = files.get(attachment.file_id)
+    if attachment.kind == "text" or data is None:
+        return types.Part(text=inlined(attachment, files))
+    return types.Part(inline_data=types.Blob(mime_type=attachment.content_type, data=data))
 
 
 def _parts(
@@ -69,7 +83,8 @@ def _parts(
     if message.role == "user":
         return "user", parts
     for position, call in enumerate(message.tool_calls):
-        signature = signatures.get(call.id) or (SKIP_SIGNATURE if position == 0 else None)
+        streamed = signatures.get(call.id) or signatures.get(call.provider_id or "")
+        signature = streamed or (SKIP_SIGNATURE if position == 0 else None)
         parts.append(
             types.Part(
                 function_call=types.FunctionCall(id=call.id, name=names.wire(call.name), args=call.arguments),

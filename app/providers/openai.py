@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletionChunk
+from openai.types.shared_params import ResponseFormatJSONSchema
 
 from app.providers import stop_reasons
 from app.providers.base import ModelRequest, ModelResponse, ProviderError, ProviderEvent, TextDelta, ToolCall
@@ -22,6 +23,7 @@ from app.providers.errors import redact, status_error
 from app.providers.openai_messages import to_openai_messages, to_openai_tools
 from app.providers.tool_schema import ToolNames
 from app.providers.usage import estimated_usage
+from app.structured.schema import strict_compatible
 
 OPENAI_API_HOST = "api.openai.com"
 
@@ -37,10 +39,11 @@ class OpenAIProvider:
         try:
             stream = await client.chat.completions.create(
                 model=_model_name(request),
-                messages=to_openai_messages(request.system, request.messages, names),
+                messages=to_openai_messages(request.system, request.messages, names, request.files),
                 tools=to_openai_tools(request.tools, names) or openai.omit,
                 stream=True,
                 stream_options={"include_usage": True},
+                response_format=_response_format(request),
                 max_completion_tokens=request.max_tokens if _is_openai(client) else openai.omit,
                 max_tokens=openai.omit if _is_openai(client) else request.max_tokens,
             )
@@ -53,6 +56,17 @@ class OpenAIProvider:
             # The SDK's own message carries the raw body; only a clipped, redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
         yield accumulator.response(request, names)
+
+
+def _response_format(request: ModelRequest) -> ResponseFormatJSONSchema | openai.Omit:
+    """`strict` only where OpenAI's strict mode takes the schema; our own check runs either way."""
+    schema = request.output_schema
+    if schema is None:
+        return openai.omit
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema, "strict": strict_compatible(schema)},
+    }
 
 
 def _model_name(request: ModelRequest) -> str:
@@ -118,8 +132,8 @@ class ChunkAccumulator:
         truncated = self.finish_reason == "length"
         calls = [
             call
-            for index, partial in sorted(self.calls.items())
-            if (call := _tool_call(partial, index, names, truncated=truncated)) is not None
+            for _, partial in sorted(self.calls.items())
+            if (call := _tool_call(partial, names, truncated=truncated)) is not None
         ]
         usage = estimated_usage(request, text, calls, "openai")
         return ModelResponse(
@@ -131,8 +145,9 @@ class ChunkAccumulator:
         )
 
 
-def _tool_call(partial: _PartialCall, index: int, names: ToolNames, *, truncated: bool) -> ToolCall | None:
-    """The finished call; None for a call the length limit cut off mid-arguments."""
+def _tool_call(partial: _PartialCall, names: ToolNames, *, truncated: bool) -> ToolCall | None:
+    """The finished call; None for a call the length limit cut off mid-arguments. A call the server sent
+    without an id keeps it empty: it gets one of ours with the reply (app/providers/call_ids.py)."""
     raw = "".join(partial.argument_parts).strip()
     try:
         arguments: Any = json.loads(raw) if raw else {}
@@ -144,7 +159,7 @@ def _tool_call(partial: _PartialCall, index: int, names: ToolNames, *, truncated
         raise ProviderError("provider_error", f"tool call {partial.name!r} arguments are not an object")
     if not partial.name:
         raise ProviderError("provider_error", "the model streamed a tool call without a name")
-    return ToolCall(id=partial.id or f"call_{index}", name=names.ours(partial.name), arguments=arguments)
+    return ToolCall(id=partial.id, name=names.ours(partial.name), arguments=arguments)
 
 
 def to_provider_error(exc: openai.OpenAIError, *, api_key: str | None) -> ProviderError:

@@ -10,8 +10,9 @@ encoded at the HTTP edge. Behind it, `TurnManager` keeps the live runs of this p
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -25,11 +26,12 @@ from app.errors import Conflict, NotFound, RuleViolation, TooManyRequests, sessi
 from app.governance.limits import effective_limits
 from app.models import ACTIVE_STATUSES
 from app.models.base import utcnow
-from app.providers.base import ChatMessage
+from app.providers.attachments import ATTACHMENT_UNSUPPORTED
+from app.providers.base import Attachment, ChatMessage
 from app.providers.registry import ProviderRegistry
 from app.runtime.manager import TurnManager
 from app.runtime.port.events import Followed, LoggedEvent, Reconnect
-from app.runtime.port.journal import TurnIdentity
+from app.runtime.port.journal import Supersedes, TurnIdentity
 from app.runtime.runs import resumed_run, started_run
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
 from app.runtime.store.batch import SEQ_BLOCK
@@ -37,6 +39,7 @@ from app.runtime.store.claims import ClaimStore
 from app.runtime.store.queue import QueueFull
 from app.runtime.store.turns import message_row
 from app.runtime.stream import RECONNECT_MS
+from app.structured.schema import CLAUDE_SDK_NO_SCHEMA, OUTPUT_SCHEMA_UNSUPPORTED
 
 Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 WAITING_STATUSES = ("running", "queued")
@@ -61,6 +64,12 @@ class TurnRequest:
     max_steps: int | None = None
     channel: str = "api"
     """The door the turn came through: `api`, `mcp` or `a2a`."""
+    output_schema: Mapping[str, Any] | None = None
+    """The request's schema for a structured answer (else the agent's, if it has one)."""
+    files: tuple[tuple[str, uuid.UUID], ...] = ()
+    """The input's file parts, `(part type, file id)`, resolved by the engine's `Attachments`."""
+    supersedes: Supersedes | None = None
+    """The turn this one regenerates; its messages leave the history in the statement that stores this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,16 @@ class SessionExpiry(Protocol):
     async def status(self, caller: Principal, session_id: uuid.UUID) -> str: ...
 
 
+class Attachments(Protocol):
+    """The files a turn's input names, as attachments (app/files/attachments.py): each checked for the
+    caller, the runtime and the model's provider, and tied to the session (retention deletes them with it)."""
+
+    async def resolve(
+        self, caller: Principal, parts: Sequence[tuple[str, uuid.UUID]], snapshot: Mapping[str, Any],
+        session_id: uuid.UUID,
+    ) -> tuple[Attachment, ...]: ...  # fmt: skip
+
+
 Decide = Callable[[AsyncSession], Awaitable[uuid.UUID | None]]
 """Records decisions on an interrupted turn inside the resume's transaction (the turn row locked by
 it); returns the approval whose decision resumes the turn, or None while others still wait."""
@@ -106,12 +125,14 @@ class TurnEngine:
         autonomy_enabled: bool = True,
         session_runtimes: Mapping[str, SessionRuntime] | None = None,
         expiry: SessionExpiry | None = None,
+        attachments: Attachments | None = None,
     ) -> None:
         self.manager = manager
         self._session_factory = session_factory
         self._autonomy_enabled = autonomy_enabled
         self._session_runtimes = dict(session_runtimes or {})
         self._expiry = expiry
+        self._attachments = attachments
         self._store = manager.store
         self._queue = manager.queue
         self._claims = ClaimStore(manager.store.sql)
@@ -170,17 +191,20 @@ class TurnEngine:
         The partial unique index on active turns guarantees one active turn per session; a second
         start fails on it (one of `INTEGRITY_ERRORS`).
         """
-        session, turn, ident = await self._admitted(caller, session_id, request, turn_id)
-        user_message = message_row(ident, ChatMessage(role="user", content=request.input))
+        session, turn, ident, attachments = await self._admitted(caller, session_id, request, turn_id)
+        user_message = message_row(ident, ChatMessage(role="user", content=request.input, attachments=attachments))
         ceiling = Admission.of(session).ceilings.max_concurrent_turns
         history = await self._store.start_turn(turn, user_message, max_concurrent=ceiling)
-        stream = self.manager.launch(started_run(ident, session, turn, history))
+        run = started_run(ident, session, turn, history)
+        run.supersedes = request.supersedes
+        stream = self.manager.launch(run)
         return Started(ident.turn_id, stream.first_seq, stream.follow)
 
     async def _enqueue(
         self, caller: Principal, session_id: uuid.UUID, request: TurnRequest, turn_id: uuid.UUID | None
     ) -> Started:
-        _, turn, ident = await self._admitted(caller, session_id, request, turn_id)
+        _, turn, ident, attachments = await self._admitted(caller, session_id, request, turn_id)
+        turn["attachments"] = [dataclasses.asdict(a) for a in attachments] or None
         try:
             await self._queue.enqueue(turn)
         except QueueFull as exc:
@@ -190,9 +214,12 @@ class TurnEngine:
 
     async def _admitted(
         self, caller: Principal, session_id: uuid.UUID, request: TurnRequest, turn_id: uuid.UUID | None
-    ) -> tuple[Mapping[str, Any], dict[str, Any], TurnIdentity]:
-        """The session, the new turn's row and its identity, once every admission rule let it in."""
-        session = await self._store.session_for_turn(caller.tenant_id, session_id, caller.owner_filter)
+    ) -> tuple[Mapping[str, Any], dict[str, Any], TurnIdentity, tuple[Attachment, ...]]:
+        """The session, the new turn's row, its identity and its input's files, once every admission rule let it in.
+
+        Only the caller's own sessions take turns (`writer`): an admin reads every session of its
+        tenant, but a turn in another user's would act as that user."""
+        session = await self._store.session_for_turn(caller.tenant_id, session_id, caller.writer.sub)
         if session is None:
             raise NotFound(f"Session {session_id} not found")
         now = utcnow()
@@ -203,6 +230,8 @@ class TurnEngine:
             raise session_not_open(session_id, status)
         snapshot = session["snapshot"]
         self._admit_runtime(session["id"], snapshot)
+        output_schema = _output_schema(request, snapshot)
+        attachments = await self._resolve_files(caller, request, session)
         admission = Admission.of(session)
         admission.check_quota(now)
         max_steps = self._admit_mode(request, snapshot)
@@ -214,9 +243,20 @@ class TurnEngine:
             "max_total_tokens": limits.max_total_tokens, "owner_sub": session["owner_sub"],
             "runner_id": self.manager.runner_id, "input_tokens": 0, "output_tokens": 0, "loop_count": 0,
             "last_seq": 0, "seq_ceiling": SEQ_BLOCK, "created_at": now, "updated_at": now, "mode": request.mode,
-            "max_steps": max_steps, "channel": request.channel,
+            "max_steps": max_steps, "channel": request.channel, "output_schema": output_schema,
         }  # fmt: skip
-        return session, turn, ident
+        if request.supersedes is not None:
+            turn["supersedes_turn_id"] = request.supersedes.turn_id
+        return session, turn, ident, attachments
+
+    async def _resolve_files(
+        self, caller: Principal, request: TurnRequest, session: Mapping[str, Any]
+    ) -> tuple[Attachment, ...]:
+        if not request.files:
+            return ()
+        if self._attachments is None:
+            raise RuleViolation(ATTACHMENT_UNSUPPORTED, "this service takes no file parts")
+        return await self._attachments.resolve(caller, request.files, session["snapshot"], session["id"])
 
     def _admit_mode(self, request: TurnRequest, snapshot: Mapping[str, Any]) -> int | None:
         """An autonomous turn's step bound; 422 `autonomy_disabled` where the service or the agent forbids it."""
@@ -368,6 +408,14 @@ class TurnEngine:
                 await self.cancel(tenant_id, active["id"])
         for runtime in self._session_runtimes.values():
             await runtime.close_session(session_id)
+
+
+def _output_schema(request: TurnRequest, snapshot: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The request's schema, else the agent's; 422 `output_schema_unsupported` for the claude_sdk runtime."""
+    if request.output_schema is not None and snapshot.get("runtime") == "claude_sdk":
+        raise RuleViolation(OUTPUT_SCHEMA_UNSUPPORTED, CLAUDE_SDK_NO_SCHEMA)
+    schema = request.output_schema or snapshot.get("output_schema")
+    return dict(schema) if schema is not None else None
 
 
 def _busy(active: Mapping[str, Any] | None) -> Conflict:

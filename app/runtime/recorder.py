@@ -132,19 +132,24 @@ class TurnRecorder:
         return await self._store.ledger_put(self._ident, key=key, loop=loop, call=call, result=result)
 
     async def request_approvals(self, requests: Sequence[ApprovalRequest]) -> list[uuid.UUID]:
-        rows = [approval_row(self._ident, self._owner_sub, request) for request in requests]
-        await self._store.create_approvals(rows)
-        for row, request in zip(rows, requests, strict=True):
+        """A call whose approval a lost run already stored (it died before the turn ended
+        `interrupted`) interrupts on that approval: one row per call, the first stays decidable."""
+        stored = await self._store.pending_approvals(self._ident.tenant_id, self._ident.turn_id)
+        rows = [approval_row(self._ident, self._owner_sub, r) for r in requests if r.call.id not in stored]
+        if rows:
+            await self._store.create_approvals(rows)
+        ids = {**stored, **{str(row["tool_call_id"]): row["id"] for row in rows}}
+        for request in requests:
             self._stream.emit(
                 ApprovalRequired(
-                    approval_id=str(row["id"]),
+                    approval_id=str(ids[request.call.id]),
                     tool_call_id=request.call.id,
                     name=request.call.name,
                     arguments=request.call.arguments,
                     reason=request.decision.reason,
                 )
             )
-        return [row["id"] for row in rows]
+        return [ids[request.call.id] for request in requests]
 
     async def audit(self, kind: str, detail: Mapping[str, Any]) -> None:
         await self._store.record_audit(self._ident, kind, dict(detail))

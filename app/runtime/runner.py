@@ -20,6 +20,9 @@ from app.runtime.stream import ABANDON, TurnStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+INTERNAL_ERROR_MESSAGE = "the turn stopped on an unexpected error; the service log has it under this turn's id"
+"""Never the exception's class or text (they may carry a key or a statement): the log line has them,
+with the turn's and the request's ids."""
 turn_log = get_logger("agent_runtime.turns")
 
 HAND_OVER = "hand_over"
@@ -98,9 +101,9 @@ async def _execute(
             return ("running" if released else await store.current_status(run.ident.tenant_id, run.ident.turn_id)), None
         last = _with_cancelled_call(last, journal)
         status, error = "cancelled", None
-    except Exception as exc:
+    except Exception:
         log.exception("turn %s failed", run.ident.turn_id)
-        status, error = "failed", {"code": "internal_error", "message": type(exc).__name__}
+        status, error = "failed", {"code": "internal_error", "message": INTERNAL_ERROR_MESSAGE}
     settled = await _despite_cancel(settle(store, stream, run, last, status, error))
     TURNS_ENDED.labels(status=settled).inc()
     return settled, error if settled == status else None
@@ -167,9 +170,11 @@ async def settle(
     final_output = progress.final_output if status != "failed" else None
     if status in STOPPED_EARLY and final_output is None:
         final_output = progress.last_text or None
+    output = progress.output if status == "completed" else None
     ended = TurnEnded.of(
         status,
         final_output=final_output,
+        output=output,
         input_tokens=progress.input_tokens,
         output_tokens=progress.output_tokens,
         loop_count=progress.loop_count,
@@ -178,6 +183,7 @@ async def settle(
     values: dict[str, Any] = {
         "status": status,
         "final_output": final_output,
+        "output": output,
         "error": error,
         "input_tokens": progress.input_tokens,
         "output_tokens": progress.output_tokens,

@@ -36,6 +36,7 @@ def run_of(
         token_quota=token_quota_of(Admission.of(session).ceilings),
         mode=turn["mode"],
         max_steps=turn["max_steps"] or 0,
+        output_schema=turn["output_schema"],
         **picks,
     )
 

@@ -13,7 +13,7 @@ from app.context.engine_client import ContextEngineClient
 from app.core.sql import Sql
 from app.governance.gate import Governance
 from app.providers.registry import ProviderRegistry
-from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
+from app.runtime.port.journal import FileReader, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store.quota import LedgerQuota
 from app.tools.mcp_gateway import McpGatewayClient
 from app.tools.recorded import Recording
@@ -47,8 +47,10 @@ class RunServices:
         providers: ProviderRegistry,
         outbound: Outbound,
         memory_tools: MemoryToolsFactory | None = None,
+        files: FileReader | None = None,
     ) -> None:
         self._sql = sql
+        self.files = files
         self.runtimes = dict(runtimes)
         """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
         self.providers = providers
@@ -104,6 +106,7 @@ class RunServices:
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
             quota=LedgerQuota(self._sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
+            files=self.files,
         )
 
     def _memory(self, run: TurnRun) -> LocalTools | None:

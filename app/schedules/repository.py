@@ -4,11 +4,13 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
-from app.models import Schedule, ScheduleFiring, Turn
+from app.models import Agent, Schedule, ScheduleFiring, Turn
+
+AGENT_ARCHIVED = "its agent was archived"
 
 
 class ScheduleRepository(TenantRepository[Schedule]):
@@ -38,6 +40,17 @@ class DueSchedules:
 
     def __init__(self, session: Any) -> None:
         self.session = session
+
+    async def disable_orphaned(self) -> None:
+        """Turn off the enabled schedules of archived agents: they would only record a failed firing a tick."""
+        archived = select(Agent.id).where(Agent.tenant_id == Schedule.tenant_id, Agent.archived_at.is_not(None))
+        stmt = (
+            update(Schedule)
+            .where(Schedule.enabled.is_(True), Schedule.agent_id.in_(archived))
+            .values(enabled=False, disabled_reason=AGENT_ARCHIVED)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.execute(stmt)
 
     async def claim(self, now: datetime, *, limit: int) -> list[Schedule]:
         """Due schedules, locked for this transaction; rows another replica holds are skipped."""

@@ -27,6 +27,8 @@ class ScheduleOut(BaseModel):
     input: str
     session: Literal["new"] | uuid.UUID
     enabled: bool
+    disabled_reason: str | None = None
+    """Why the service turned the schedule off (its agent was archived)."""
     next_fire_at: datetime
     last_fired_at: datetime | None
     created_at: datetime

@@ -84,6 +84,7 @@ class ScheduleService:
 def view(row: Schedule) -> schemas.ScheduleOut:
     return schemas.ScheduleOut(
         id=row.id, agent_id=row.agent_id, owner=row.owner_sub, cron=row.cron, timezone=row.timezone,
-        input=row.input, session=row.session_id or "new", enabled=row.enabled, next_fire_at=row.next_fire_at,
+        input=row.input, session=row.session_id or "new", enabled=row.enabled,
+        disabled_reason=row.disabled_reason, next_fire_at=row.next_fire_at,
         last_fired_at=row.last_fired_at, created_at=row.created_at,
     )  # fmt: skip

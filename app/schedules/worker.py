@@ -6,7 +6,8 @@ the tick that was due and moves the schedule to its next tick after *now*: ticks
 service was down fire once, not once each. The firing's session and turn ids are chosen then. Each
 firing is started under its own row lock; a start that finds its turn already stored (the replica
 died before marking it) only marks it, so a retried start never runs a second turn. A firing that
-cannot start (archived agent, closed session, a ceiling) keeps the reason in `error`.
+cannot start (closed session, a ceiling) keeps the reason in `error`; a schedule whose agent was
+archived is turned off (`disabled_reason`) before its next tick is claimed.
 
 A firing in a session of its own schedule (`session: <id>`) that is busy is queued behind the active
 turn (`multitask_strategy: enqueue`), never dropped.
@@ -95,6 +96,7 @@ class ScheduleWorker:
     async def _claim(self, now: datetime) -> None:
         async with unit_of_work(self.state.session_factory) as db:
             due = DueSchedules(db)
+            await due.disable_orphaned()
             for schedule in await due.claim(now, limit=CLAIM_BATCH):
                 due.add_firing(
                     ScheduleFiring(

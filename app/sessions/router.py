@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response, status
 
@@ -60,6 +60,17 @@ async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Sessio
     return await service.read(session_id)
 
 
+@router.patch(
+    "/{session_id}",
+    operation_id="updateSession",
+    response_model=schemas.Session,
+    responses=problem_responses(404),
+)
+async def update_session(session_id: uuid.UUID, body: schemas.SessionUpdate, service: Service) -> schemas.Session:
+    """Rename the session (`title`); a closed or expired session can be renamed too."""
+    return schemas.Session.model_validate(await service.rename(session_id, body))
+
+
 @router.get(
     "/{session_id}/messages",
     operation_id="listSessionMessages",
@@ -67,6 +78,14 @@ async def get_session(session_id: uuid.UUID, service: Service) -> schemas.Sessio
     responses=problem_responses(400, 404),
 )
 async def list_messages(
-    session_id: uuid.UUID, service: Service, limit: Limit = 100, cursor: str | None = None
+    session_id: uuid.UUID,
+    service: Service,
+    limit: Limit = 100,
+    cursor: str | None = None,
+    include: Annotated[
+        Literal["superseded"] | None,
+        Query(description="`superseded`: also the messages of turns that were regenerated (kept, out of the prompt)"),
+    ] = None,
 ) -> schemas.MessagePage:
-    return await service.messages_page(session_id, limit=limit, cursor=cursor)
+    """The history in order: each message with the `turn_id` that wrote it (and `superseded_by_turn_id`)."""
+    return await service.messages_page(session_id, limit=limit, cursor=cursor, superseded=include == "superseded")

@@ -41,11 +41,11 @@ async def new_session(
     else:
         row, created = await get_or_create_pinned(container.sql, **fields, external_id=data.external_id)
     ttl = idle_ttl(container)
-    if row is not None and (created or not ttl.may_have_expired(row["last_active_at"], utcnow())):
+    if row is not None and created:
         return schemas.Session.model_validate(dict(row)), created
     async with unit_of_work(container.session_factory) as db:
         service = SessionService(db, principal, ttl=ttl)
-        if row is not None:
+        if row is not None:  # found by its external_id: it may have expired, or been forked
             return await service.read(row["id"]), False
         return schemas.Session.model_validate(await service.create(data)), True
 
@@ -79,7 +79,8 @@ class SessionService:
         self.sessions = SessionRepository(db, principal.tenant_id)
         self.messages = MessageRepository(db, principal.tenant_id)
 
-    async def create(self, data: schemas.SessionCreate) -> Session:
+    async def create(self, data: schemas.SessionCreate, *, owner_sub: str | None = None) -> Session:
+        """`owner_sub`: the new session's owner (default: the caller; a fork keeps its origin's owner)."""
         pinned = await AgentVersionRepository(self.db, self.principal.tenant_id).pinned(
             data.agent_id, data.agent_version
         )
@@ -95,7 +96,7 @@ class SessionService:
                 tenant_id=self.principal.tenant_id,
                 agent_id=data.agent_id,
                 agent_version=pinned.version,
-                owner_sub=self.principal.sub,
+                owner_sub=owner_sub or self.principal.sub,
                 snapshot=pinned.config,
                 meta=data.metadata,
                 status="open",
@@ -119,13 +120,15 @@ class SessionService:
         return view.status
 
     async def views(self, rows: list[Session]) -> list[schemas.Session]:
-        """The sessions as a reader sees them now; one more statement only if some may be idle past the TTL."""
+        """The sessions as a reader sees them now, with their forks; one more statement only if some may be
+        idle past the TTL."""
         now = utcnow()
         stale = [s for s in rows if s.status == "open" and self.ttl.may_have_expired(s.last_active_at, now)]
         activity = await self.sessions.activity(stale)
+        forks = await self.sessions.forks_of([s.id for s in rows])
         views = []
         for row in rows:
-            view = schemas.Session.model_validate(row)
+            view = schemas.Session.model_validate(row).model_copy(update={"forks": forks.get(row.id, [])})
             expired_at = self.ttl.expired_at(activity[row.id], now) if row.id in activity else None
             views.append(view.model_copy(update={"status": "expired", "closed_at": expired_at}) if expired_at else view)
         return views
@@ -134,6 +137,12 @@ class SessionService:
         rows = await self.sessions.page(self.principal, agent_id=agent_id, limit=limit, cursor=cursor)
         items, next_cursor = page_of(rows, limit)
         return Page(items=await self.views(items), next_cursor=next_cursor)
+
+    async def rename(self, session_id: uuid.UUID, data: schemas.SessionUpdate) -> Session:
+        session = await self.get(session_id, for_update=True)
+        session.title = data.title
+        await self.db.flush()
+        return session
 
     async def close(self, session_id: uuid.UUID) -> None:
         """Close an open session; one that ended (closed, or expired even if not swept yet) stays as it is."""
@@ -144,10 +153,12 @@ class SessionService:
         session.closed_at = utcnow()
         await self.db.flush()
 
-    async def messages_page(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.MessagePage:
+    async def messages_page(
+        self, session_id: uuid.UUID, *, limit: int, cursor: str | None, superseded: bool = False
+    ) -> schemas.MessagePage:
         await self.get(session_id)
         after = _after(cursor)
-        rows = await self.messages.page(session_id, after=after, limit=limit)
+        rows = await self.messages.page(session_id, after=after, limit=limit, superseded=superseded)
         more = len(rows) > limit
         rows = rows[:limit]
         return schemas.MessagePage(

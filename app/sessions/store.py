@@ -27,7 +27,12 @@ from app.models.base import utcnow
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 _COLUMNS = ["id", "tenant_id", "agent_id", "agent_version", "owner_sub", "snapshot", "metadata", "status",
             "external_id", "created_at", "updated_at", "last_active_at"]  # fmt: skip
-_RETURNED = [c for c in _COLUMNS if c != "metadata"] + ["closed_at"]
+_RETURNED = [c for c in _COLUMNS if c != "metadata"] + [
+    "closed_at",
+    "title",
+    "forked_from_session_id",
+    "forked_from_message_id",
+]
 _EXTERNAL_KEY = ["tenant_id", "owner_sub", "agent_id", "external_id"]
 
 

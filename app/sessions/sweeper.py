@@ -22,6 +22,7 @@ from typing import Protocol
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.files.store import FileStore
 from app.models.base import utcnow
 from app.runtime.port.events import EndStatus
 from app.sessions.expiry import IdleTtl
@@ -75,18 +76,22 @@ class SweepReport:
     rows_deleted: int = 0
 
 
-def session_sweeper(limits: SweepLimits, engine: AsyncEngine, turns: EndsTurns) -> SessionSweeper:
-    """The sweep; an expired session's interrupted turn ends `cancelled` (`session_expired`)."""
+def session_sweeper(
+    limits: SweepLimits, engine: AsyncEngine, turns: EndsTurns, files: FileStore | None = None
+) -> SessionSweeper:
+    """The sweep; an expired session's interrupted turn ends `cancelled` (`session_expired`); a purged
+    session's files go with it (their bytes too, when `FILE_STORE_DIR` keeps them on disk)."""
 
     async def end_turn(turn: TurnKey) -> bool:
         return await turns.end_orphan(turn.tenant_id, turn.turn_id, status="cancelled", error=SESSION_EXPIRED)
 
-    return SessionSweeper(engine, limits, end_turn)
+    return SessionSweeper(engine, limits, end_turn, files or FileStore(None))
 
 
 class SessionSweeper:
-    def __init__(self, engine: AsyncEngine, limits: SweepLimits, end_turn: EndTurn) -> None:
+    def __init__(self, engine: AsyncEngine, limits: SweepLimits, end_turn: EndTurn, files: FileStore) -> None:
         self._engine = engine
+        self._files = files
         self._limits = limits
         self._end_turn = end_turn
         self._task: asyncio.Task[None] | None = None
@@ -180,5 +185,8 @@ class SessionSweeper:
         async with self._pass() as sweep:
             if sweep is None:
                 return False
+            removed = await sweep.delete_files(sessions)
             await sweep.mark_purged(sessions)
+        for file_id in removed:  # after the commit: a row never names bytes that are gone
+            await self._files.remove(file_id)
         return True

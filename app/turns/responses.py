@@ -12,6 +12,7 @@ from fastapi.responses import Response
 from app.core.negotiation import negotiate
 from app.core.sse import SSE_MEDIA_TYPE, encode_frame, event_stream_response, retry_frame
 from app.deps import ContainerDep, CurrentPrincipal, TurnEventsPrincipal
+from app.runtime.engine import Started
 from app.runtime.port.events import SSE_RESPONSE, Followed, Reconnect
 from app.turns.schemas import Turn
 from app.turns.service import TurnService
@@ -80,6 +81,16 @@ def finished(turn: Turn) -> Response:
     if turn.status in UNFINISHED:
         return accepted(turn, preferred=False)
     return Response(turn.model_dump_json(), media_type="application/json")
+
+
+async def started(service: TurnService, run: Started, representation: str, prefer: str | None) -> Response:
+    """How a route answers with a turn it started or resumed: 202 for `Prefer: respond-async`, the finished
+    turn for JSON, else the events of this run as SSE."""
+    if wants_async(prefer):
+        return accepted(await service.get(run.turn_id))
+    if wants_json(representation):
+        return finished(await service.finished(run.turn_id))
+    return event_stream(run.follow(), service.container.settings.http.sse_ping_seconds)
 
 
 TURN_MEDIA_TYPES = (SSE_MEDIA_TYPE, "application/json")

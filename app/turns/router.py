@@ -22,11 +22,8 @@ from app.turns.responses import (
     StreamRepresentation,
     TurnRepresentation,
     TurnServiceDep,
-    accepted,
     event_stream,
-    finished,
-    wants_async,
-    wants_json,
+    started,
 )
 
 router = APIRouter(tags=["turns"], responses=problem_responses(401, 404, 422))
@@ -52,13 +49,7 @@ async def create_turn(
     """Run one turn. Streams its events (default), answers the finished turn for `Accept: application/json`,
     or the started turn at once (202) for `Prefer: respond-async` — and, without the `Prefer`, when this
     replica shuts down before the turn ends (another replica continues it)."""
-    started = await service.start(session_id, body)
-    if wants_async(prefer):
-        return accepted(await service.get(started.turn_id))
-    if wants_json(representation):
-        return finished(await service.finished(started.turn_id))
-    ping = service.container.settings.http.sse_ping_seconds
-    return event_stream(started.follow(0), ping)
+    return await started(service, await service.start(session_id, body), representation, prefer)
 
 
 @router.get("/sessions/{session_id}/turns", operation_id="listTurns", response_model=schemas.TurnPage)

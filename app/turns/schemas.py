@@ -2,16 +2,27 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from app.runtime.port.events import ErrorInfo, TurnStatus, Usage
+from app.structured.schema import OutputSchema
 
 Channel = Literal["api", "mcp", "a2a"]
 """The door a turn came through: the REST API (and its stream adapters), the MCP server or the A2A server."""
 
-__all__ = ["Channel", "ErrorInfo", "Turn", "TurnCreate", "TurnLimits", "TurnPage", "TurnStatus", "Usage"]
+__all__ = [
+    "Channel",
+    "ErrorInfo",
+    "Turn",
+    "TurnCreate",
+    "TurnLimits",
+    "TurnPage",
+    "TurnRegenerate",
+    "TurnStatus",
+    "Usage",
+]
 
 
 class TurnLimits(BaseModel):
@@ -25,11 +36,41 @@ class TurnLimits(BaseModel):
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
 
+MAX_PARTS = 20
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+    text: str = Field(min_length=1, max_length=200_000)
+
+
+class ImagePart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["image"]
+    file_id: uuid.UUID = Field(description="An uploaded image (`POST /files`)")
+
+
+class FilePart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["file"]
+    file_id: uuid.UUID = Field(description="An uploaded file (`POST /files`): a PDF or a text file")
+
+
+InputPart = Annotated[TextPart | ImagePart | FilePart, Field(discriminator="type")]
+
+
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    input: str = Field(min_length=1, max_length=200_000)
+    input: (
+        Annotated[str, Field(min_length=1, max_length=200_000)]
+        | Annotated[list[InputPart], Field(min_length=1, max_length=MAX_PARTS)]
+    ) = Field(description="Text, or a list of parts: text, and images and files uploaded through `POST /files`")
     mode: Literal["interactive", "autonomous"] = "interactive"
     limits: TurnLimits | None = None
+    output_schema: OutputSchema | None = Field(
+        default=None, description="For this turn, in place of the agent's `output_schema`"
+    )
     multitask_strategy: MultitaskStrategy = Field(
         default="reject",
         description=(
@@ -38,6 +79,22 @@ class TurnCreate(BaseModel):
             "messages, then start), `rollback` (cancel it and remove its messages from the history, then start). "
             "`interrupt` and `rollback` also cancel turns still queued."
         ),
+    )
+
+    def text(self) -> str:
+        """The input's text (its text parts, one after the other)."""
+        if isinstance(self.input, str):
+            return self.input
+        return "\n\n".join(p.text for p in self.input if isinstance(p, TextPart))
+
+    def file_parts(self) -> list[ImagePart | FilePart]:
+        return [] if isinstance(self.input, str) else [p for p in self.input if not isinstance(p, TextPart)]
+
+
+class TurnRegenerate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: str | None = Field(
+        default=None, min_length=1, max_length=200_000, description="The new turn's input (default: the same input)"
     )
 
 
@@ -58,12 +115,18 @@ class Turn(BaseModel):
     channel: Channel = Field(default="api", description="The door the turn came through: REST, MCP or A2A")
     input: str
     final_output: str | None
+    output: dict[str, Any] | None = Field(
+        default=None, description="The final answer parsed and validated against the turn's output schema"
+    )
     usage: Usage
     loop_count: int
     max_loops: int
     error: ErrorInfo | None
     last_seq: int
     resumed_by: uuid.UUID | None
+    supersedes_turn_id: uuid.UUID | None = Field(
+        default=None, description="The turn this one regenerated (its messages are superseded)"
+    )
     created_at: datetime
     ended_at: datetime | None
     plan: list[PlanItem] | None = Field(
@@ -81,12 +144,14 @@ class Turn(BaseModel):
             plan=plan,
             input=row.input,
             final_output=row.final_output,
+            output=row.output,
             usage=Usage(input_tokens=row.input_tokens, output_tokens=row.output_tokens),
             loop_count=row.loop_count,
             max_loops=row.max_loops,
             error=row.error,
             last_seq=row.last_seq,
             resumed_by=row.resumed_by,
+            supersedes_turn_id=row.supersedes_turn_id,
             created_at=row.created_at,
             ended_at=row.ended_at,
         )

@@ -19,6 +19,7 @@ from app.errors import NotFound
 from app.models import Turn
 from app.runtime.engine import Started, TurnEngine, TurnRequest
 from app.runtime.port.events import Followed
+from app.runtime.port.journal import Supersedes
 from app.sessions.service import SessionService, idle_ttl
 from app.turns import schemas
 from app.turns.repository import TurnRepository
@@ -30,7 +31,7 @@ class TurnService:
         self.engine: TurnEngine = container.turn_engine
         self.principal = principal
 
-    def _uow(self) -> AbstractAsyncContextManager[AsyncSession]:
+    def uow(self) -> AbstractAsyncContextManager[AsyncSession]:
         return unit_of_work(self.container.session_factory)
 
     async def start(
@@ -39,17 +40,21 @@ class TurnService:
         body: schemas.TurnCreate,
         *,
         turn_id: uuid.UUID | None = None,
+        supersedes: Supersedes | None = None,
         channel: schemas.Channel = "api",
     ) -> Started:
         """Start a turn, or handle the session's active turn as `body.multitask_strategy` says.
 
         `turn_id` names the new turn (a schedule's firing chooses it in advance, so a retried start
-        finds the turn instead of starting a second one); `channel` is the door it came through."""
-        return await self.engine.start(self.principal, session_id, request_of(body, channel), turn_id=turn_id)
+        finds the turn instead of starting a second one); `channel` is the door it came through. `supersedes`:
+        the turn regenerates that one (app/branching/regenerate.py), whose messages leave the history in the
+        statement that stores it."""
+        request = request_of(body, channel, supersedes)
+        return await self.engine.start(self.principal, session_id, request, turn_id=turn_id)
 
     async def get(self, turn_id: uuid.UUID) -> schemas.Turn:
-        async with self._uow() as db:
-            turn = await self._load(db, turn_id)
+        async with self.uow() as db:
+            turn = await self.load(db, turn_id)
             if turn.mode != "autonomous":
                 return schemas.Turn.of(turn)
             events = await TurnRepository(db, self.principal.tenant_id).plan_events(turn_id)
@@ -57,7 +62,7 @@ class TurnService:
         plan = [schemas.PlanItem(id=s.id, title=s.title, status=s.status, output=s.output) for s in steps]  # type: ignore[arg-type]
         return schemas.Turn.of(turn, plan)
 
-    async def _load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
+    async def load(self, db: AsyncSession, turn_id: uuid.UUID) -> Turn:
         turn = await TurnRepository(db, self.principal.tenant_id).get(self.principal, turn_id)
         if turn is None:
             raise NotFound(f"Turn {turn_id} not found")
@@ -67,7 +72,7 @@ class TurnService:
         return SessionService(db, self.principal, ttl=idle_ttl(self.container))
 
     async def list(self, session_id: uuid.UUID, *, limit: int, cursor: str | None) -> schemas.TurnPage:
-        async with self._uow() as db:
+        async with self.uow() as db:
             await self._sessions(db).get(session_id)
             rows = await TurnRepository(db, self.principal.tenant_id).page(
                 self.principal, session_id, limit=limit, cursor=cursor
@@ -98,7 +103,7 @@ class TurnService:
 
     async def close_session(self, session_id: uuid.UUID) -> None:
         """Close a session; a turn still running or waiting for approvals in it is cancelled."""
-        async with self._uow() as db:
+        async with self.uow() as db:
             await self._sessions(db).close(session_id)
         await self.engine.close_session(self.principal.tenant_id, session_id)
 
@@ -110,13 +115,18 @@ class TurnService:
                 yield followed
 
 
-def request_of(body: schemas.TurnCreate, channel: schemas.Channel = "api") -> TurnRequest:
+def request_of(
+    body: schemas.TurnCreate, channel: schemas.Channel = "api", supersedes: Supersedes | None = None
+) -> TurnRequest:
     asked = body.limits.model_dump(exclude_none=True, exclude={"max_steps"}) if body.limits else {}
     return TurnRequest(
-        input=body.input,
+        input=body.text(),
         mode=body.mode,
         multitask_strategy=body.multitask_strategy,
         limits=asked,
         max_steps=body.limits.max_steps if body.limits else None,
         channel=channel,
+        output_schema=body.output_schema,
+        files=tuple((p.type, p.file_id) for p in body.file_parts()),
+        supersedes=supersedes,
     )

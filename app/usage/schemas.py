@@ -4,7 +4,7 @@ import uuid
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 GroupKey = Literal["day", "agent", "model", "user", "channel"]
 
@@ -12,17 +12,17 @@ GroupKey = Literal["day", "agent", "model", "user", "channel"]
 class TokenQuota(BaseModel):
     model_config = ConfigDict(extra="forbid")
     period: Literal["day", "month"]
-    tokens: int = Field(ge=1, le=10**15)
+    tokens: StrictInt = Field(ge=1, le=10**15)
 
 
 class TenantCeilingsUpdate(BaseModel):
     """The tenant's ceilings, replaced as a whole; a missing or null field is no ceiling."""
 
     model_config = ConfigDict(extra="forbid")
-    max_loops: int | None = Field(default=None, ge=1, le=100)
-    max_output_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_total_tokens: int | None = Field(default=None, ge=1, le=1_000_000_000)
-    max_concurrent_turns: int | None = Field(default=None, ge=1, le=10_000)
+    max_loops: StrictInt | None = Field(default=None, ge=1, le=100)
+    max_output_tokens: StrictInt | None = Field(default=None, ge=1, le=10_000_000)
+    max_total_tokens: StrictInt | None = Field(default=None, ge=1, le=1_000_000_000)
+    max_concurrent_turns: StrictInt | None = Field(default=None, ge=1, le=10_000)
     token_quota: TokenQuota | None = None
 
 

@@ -219,3 +219,26 @@ def test_ai_sdk_names_what_a_hand_over_withdrew_in_a_data_part() -> None:
     ]  # fmt: skip
     assert replay[4]["data"]["withdrawn"] == {"text_parts": ["Let "], "tool_call_ids": []}
     assert replay[1]["id"] != replay[5]["id"]
+
+
+STRUCTURED = [
+    {"turn_id": TURN, "seq": 1, "type": "turn.started", "resumed_by": None},
+    {"turn_id": TURN, "seq": 2, "type": "message.delta", "text": '{"n": 42}'},
+    {"turn_id": TURN, "seq": 3, "type": "message.completed", "text": '{"n": 42}', "stop_reason": "end_turn"},
+    {"turn_id": TURN, "seq": 4, "type": "turn.ended", "status": "completed", "final_output": '{"n": 42}',
+     "output": {"n": 42}, "usage": {"input_tokens": 5, "output_tokens": 5}, "loop_count": 1, "error": None},
+]  # fmt: skip
+
+
+def test_ag_ui_finishes_a_structured_run_with_the_parsed_object_as_its_result() -> None:
+    finished = _ag_ui(STRUCTURED)[-1]
+    assert finished["type"] == "RUN_FINISHED"
+    assert finished["result"] == {"n": 42}
+
+
+def test_ai_sdk_passes_a_structured_turns_object_on_as_a_data_output_part() -> None:
+    chunks = _ai_sdk(STRUCTURED)
+    kinds = [c["type"] for c in chunks]
+    assert kinds[-3:] == ["text-end", "data-output", "finish"]
+    assert chunks[-2] == {"type": "data-output", "id": TURN, "data": {"n": 42}}
+    assert "data-output" not in [c["type"] for c in _ai_sdk(RESUMED)]

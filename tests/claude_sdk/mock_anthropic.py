@@ -40,6 +40,8 @@ class Step:
     """When set, the stream pauses after its first delta until the event is set (to cancel mid-reply)."""
     holding: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the stream has paused at `hold`."""
+    tool_ids: tuple[str, ...] = ()
+    """The ids of its tool calls (default: a new `toolu_mock_N` each, as the API gives)."""
 
 
 @dataclass
@@ -130,7 +132,7 @@ class MockAnthropic:
         return StreamingResponse(self._sse(step, model, message_id, input_tokens), media_type="text/event-stream")
 
     def _tool_ids(self, step: Step) -> list[str]:
-        return [f"toolu_mock_{next(self._ids)}" for _ in step.tool_calls]
+        return list(step.tool_ids) or [f"toolu_mock_{next(self._ids)}" for _ in step.tool_calls]
 
     def _whole(self, step: Step, model: str, message_id: str, input_tokens: int) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []

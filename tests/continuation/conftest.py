@@ -53,7 +53,11 @@ def gateway(recording_gateway: IdempotentGateway) -> Iterator[IdempotentGateway]
 def replica_pool(
     replica_database_url: str, recording_gateway: IdempotentGateway, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ReplicaPool]:
-    env = {"MCP_GATEWAY_URL": recording_gateway.url, "SHUTDOWN_GRACE_SECONDS": str(GRACE_SECONDS)}
+    env = {
+        "MCP_GATEWAY_URL": recording_gateway.url,
+        "SHUTDOWN_GRACE_SECONDS": str(GRACE_SECONDS),
+        "PROVIDER_ALLOWED_HOSTS": "127.0.0.1",  # a test's loopback model server
+    }
     work_dir = tmp_path_factory.mktemp("replicas")
     pool = ReplicaPool(lambda: spawn_server(replica_database_url, TEST_SECRET, work_dir, env_overrides=env))
     try:

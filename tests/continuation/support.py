@@ -27,8 +27,6 @@ from tests.live_server import LiveServer
 from tests.sse import Frame, iter_blocks, parse, retry_hints
 
 TEAM = "eng"
-FIRST_BATCH = 0
-"""The loop of a turn's first tool batch (in its calls' idempotency keys)."""
 WAIT_SECONDS = 60.0
 """How long a condition may take on a loaded 2-core machine (a dead replica is noticed within 10 s)."""
 POLL_SECONDS = 0.05
@@ -61,8 +59,10 @@ async def gateway_session(
     return await create_session(client, headers, agent["id"])
 
 
-def key_of(session: dict[str, Any], loop: int, call_id: str) -> str:
-    return idempotency_key(session["id"], loop, call_id)
+async def key_in(follower: Follower, session: dict[str, Any], call_id: str) -> str:
+    """The idempotency key of a call of the turn `follower` follows (its id comes with the turn's first event)."""
+    await follower.until(lambda f: bool(f.frames), "the turn's first event")
+    return idempotency_key(session["id"], follower.turn_id, call_id)
 
 
 class Follower:
@@ -149,14 +149,21 @@ async def until_unready(client: httpx.AsyncClient) -> None:
 
 @dataclass
 class Out:
-    """A call the gateway holds: its title, its idempotency key."""
+    """A call the gateway holds: its title; `key`, the idempotency key it was first sent under."""
 
     gateway: IdempotentGateway
     title: str
-    key: str
 
     def __post_init__(self) -> None:
         self.hold = self.gateway.effects.hold(self.title)
+
+    @property
+    def key(self) -> str:
+        sent = self.gateway.gateway.rpc("tools/call")
+        keys = [r.idempotency_key for r in sent if (r.tool_arguments or {}).get("title") == self.title]
+        assert keys, f"the call {self.title!r} never reached the gateway"
+        assert keys[0] is not None, f"the call {self.title!r} reached the gateway without a key"
+        return keys[0]
 
 
 async def kill(replica: LiveServer, follower: Follower) -> None:

@@ -15,14 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests.continuation.conftest import CLIENT_TIMEOUT_SECONDS
 from tests.continuation.replicas import ReplicaPool
 from tests.continuation.support import (
-    FIRST_BATCH,
     WAIT_SECONDS,
     Out,
     assert_gapless,
     batch,
     drop_rule,
     gateway_session,
-    key_of,
+    key_in,
     kill,
     one_ending,
     replay,
@@ -49,10 +48,11 @@ async def test_a_turn_whose_continuing_replica_dies_too_is_finished_by_a_third_w
 ) -> None:
     (a, _), (on_a, _) = replicas, clients
     session = await gateway_session(on_a, alice, batch("one", "held", "three"), {"text": "all filed"})
-    one_key, three_key = (key_of(session, FIRST_BATCH, f"call_0_{i}") for i in (0, 2))
-    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_1"))
+    held = Out(gateway, "held")
     follower = start_turn(on_a, alice, session)
     await wait_reached(held.hold, timeout=WAIT_SECONDS)
+    one_key, three_key = [await key_in(follower, session, f"call_0_{i}") for i in (0, 2)]
+    assert held.key == await key_in(follower, session, "call_0_1")
     await kill(a, follower)
     await wait_for(lambda: gateway.effects.sent(held.key) == 2, "a second replica re-sending the call that was out")
 

@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.continuation.support import (
-    FIRST_BATCH,
     WAIT_SECONDS,
     Follower,
     Out,
@@ -25,7 +24,7 @@ from tests.continuation.support import (
     deltas,
     drop_rule,
     gateway_session,
-    key_of,
+    key_in,
     kill_and_reconnect,
     kill_while_out,
     ledger_outcome_stored,
@@ -83,10 +82,11 @@ async def test_a_call_not_yet_sent_when_its_replica_dies_is_sent_once_by_the_oth
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("held", "later"), {"text": "both filed"})
-    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_0"))
-    later_key = key_of(session, FIRST_BATCH, "call_0_1")
+    held = Out(gateway, "held")
     follower = start_turn(on_a, alice, session)
     await wait_reached(held.hold, timeout=WAIT_SECONDS)
+    later_key = await key_in(follower, session, "call_0_1")
+    assert held.key == await key_in(follower, session, "call_0_0")
     assert gateway.effects.sent(later_key) == 0, "A sends the batch in order: the second call waits"
     if draining:
         a.terminate()
@@ -108,9 +108,9 @@ async def test_a_call_out_at_the_gateway_when_its_replica_dies_is_re_sent_under_
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("done before", "held"), {"text": "both filed"})
-    done_key = key_of(session, FIRST_BATCH, "call_0_0")
-    held = Out(gateway, "held", key_of(session, FIRST_BATCH, "call_0_1"))
+    held = Out(gateway, "held")
     follower = start_turn(on_a, alice, session)
+    done_key = await key_in(follower, session, "call_0_0")
 
     rest = await kill_while_out(a, follower, on_b, alice, held)
 
@@ -133,8 +133,8 @@ async def test_a_replica_killed_after_a_tool_outcome_is_stored_never_sends_that_
 ) -> None:
     (a, _), (on_a, on_b) = replicas, clients
     session = await gateway_session(on_a, alice, batch("stored"), {"text": WORDS}, delay_ms=DELAY_MS)
-    key = key_of(session, FIRST_BATCH, "call_0_0")
     follower = start_turn(on_a, alice, session)
+    key = await key_in(follower, session, "call_0_0")
     await ledger_outcome_stored(replica_sql, key)
     await tool_result_stored(replica_sql, session, "call_0_0")
 
@@ -161,11 +161,11 @@ async def test_a_replica_killed_while_resuming_an_approval_is_continued_without_
     session = await gateway_session(
         on_a, alice, batch("approved"), {"text": WORDS}, delay_ms=DELAY_MS, policies=[NEEDS_A_HUMAN]
     )
-    key = key_of(session, FIRST_BATCH, "call_0_0")
     interrupted = await start_turn(on_a, alice, session).ended()
     assert one_ending(interrupted.frames)["status"] == "interrupted"
+    key = await key_in(interrupted, session, "call_0_0")
     [required] = interrupted.of("approval.required")
-    out = Out(gateway, "approved", key) if kill_point == "approved call out" else None
+    out = Out(gateway, "approved") if kill_point == "approved call out" else None
 
     url = f"/approvals/{required.data['approval_id']}"
     follower = Follower(on_a, "POST", url, json={"decision": "approve"}, headers=alice)
@@ -200,7 +200,7 @@ async def test_the_reconnected_client_sees_the_stream_of_a_run_without_the_crash
         {"text": WORDS},
     ]
     session = await gateway_session(on_a, alice, *steps, delay_ms=DELAY_MS)
-    out = Out(gateway, "held", key_of(session, 1, "call_1_0")) if kill_point == "tool call out" else None
+    out = Out(gateway, "held") if kill_point == "tool call out" else None
     follower = start_turn(on_a, alice, session)
     if out is not None:
         rest = await kill_while_out(a, follower, on_b, alice, out)

@@ -286,3 +286,74 @@ async def test_the_byok_switch_is_a_strict_boolean(
     admin = auth_headers(tenant, "root", roles=["admin"])
     assert_refused(await send(client, "PATCH", "/credentials", {"byok_only": 0}, admin), ["byok_only"], "bool_type")
     assert (await client.get("/credentials", headers=admin)).json()["byok_only"] is False
+
+
+@pytest.mark.parametrize("count", [True, 1.0, "1"])
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        (lambda n: {"max_loops": n}, ["max_loops"]),
+        (lambda n: {"max_concurrent_turns": n}, ["max_concurrent_turns"]),
+        (lambda n: {"token_quota": {"period": "day", "tokens": n}}, ["token_quota", "tokens"]),
+    ],
+)
+async def test_tenant_ceilings_are_strict_integers(
+    client: httpx.AsyncClient,
+    tenant: str,
+    auth_headers: TokenFactory,
+    body: Callable[[object], dict[str, Any]],
+    loc: list[str],
+    count: object,
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    assert_refused(await send(client, "PUT", "/limits", body(count), admin), loc, "int_type")
+    assert (await client.get("/limits", headers=admin)).json()["max_loops"] is None
+
+
+EMBEDDED_IPV4_HOSTS = ["[64:ff9b::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[2002:7f00:1::]", "[::127.0.0.1]",
+                       "[::ffff:0:a00:1]", "[64:ff9b:1::c0a8:1]", "[fec0::1]"]  # fmt: skip
+
+
+@pytest.mark.parametrize("host", EMBEDDED_IPV4_HOSTS)
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("POST", "/webhooks", lambda url: {"url": url, "events": ["turn.ended"]}, "url"),
+        ("PUT", "/credentials/nat64", lambda url: {"provider": "openai", "api_key": "sk-x", "base_url": url},
+         "base_url"),
+    ],
+)  # fmt: skip
+async def test_outbound_urls_are_judged_by_the_ipv4_address_they_embed(
+    client: httpx.AsyncClient,
+    tenant: str,
+    auth_headers: TokenFactory,
+    host: str,
+    method: str,
+    path: str,
+    body: Callable[[str], dict[str, Any]],
+    field: str,
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    response = await send(client, method, path, body(f"http://{host}:8080/x"), admin)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["body", field]
+    assert host.strip("[]") not in response.text
+    listing = "/" + path.split("/")[1]
+    assert (await client.get(listing, headers=admin)).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "api_key",
+    ["sk-proj-…", "sk-proj-\u00e9t\u00e9", "sk proj", "sk-proj-x\n", "\tsk", "k" * 4097, ""],
+    ids=["ellipsis", "accents", "space", "newline", "tab", "too-long", "empty"],
+)
+async def test_a_provider_key_is_printable_ascii_and_bounded(
+    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, api_key: str
+) -> None:
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    response = await send(client, "PUT", "/credentials/openai", {"provider": "openai", "api_key": api_key}, admin)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["body", "api_key"]
+    if api_key:
+        assert api_key.strip() not in response.text
+    assert (await client.get("/credentials", headers=admin)).json()["items"] == []

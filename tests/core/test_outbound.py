@@ -33,11 +33,58 @@ async def _nothing(host: str, port: int) -> list[str]:
         "http://[fe80::1]/",
         "http://[fd00::1]/",
         "http://224.0.0.1/",
+        "http://[64:ff9b::7f00:1]/",
+        "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+        "http://[64:ff9b::c0a8:101]/",
+        "http://[64:ff9b:1::a00:1]/",
+        "http://[64:ff9b:1:7f00:1::]/",
+        "http://[2002:7f00:1::]/",
+        "http://[2002:a9fe:a9fe::1]/",
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+        "http://[::127.0.0.1]/",
+        "http://[::a00:1]/",
+        "http://[::]/",
+        "http://[::ffff:0:7f00:1]/",
+        "http://[::ffff:a9fe:a9fe]/",
+        "http://[fec0::1]/",
+        "http://[5f00::1]/",
+        "http://[3fff::1]/",
+        "http://[2001:db8::1]/",
+        "http://[100::1]/",
+        "http://[ff0e::1]/",
+        "http://2130706433/",
+        "http://0x7f.1/",
     ],
 )
 async def test_internal_targets_are_refused(url: str) -> None:
-    with pytest.raises(OutboundBlocked, match="private, loopback or link-local"):
+    with pytest.raises(OutboundBlocked, match="private, loopback or link-local") as caught:
         await check_outbound_url(url, [])
+    assert url.split("/")[2].strip("[]") not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["64:ff9b::a9fe:a9fe", "2002:7f00:1::", "::ffff:10.0.0.1", "::127.0.0.1", "fd12::1", "64:ff9b:1::808:808"],
+)
+async def test_a_name_resolving_to_an_ipv6_form_of_an_internal_address_is_refused(address: str) -> None:
+    async def nat64(host: str, port: int) -> list[str]:
+        return [address]
+
+    with pytest.raises(OutboundBlocked, match="private, loopback or link-local"):
+        await check_outbound_url("https://api.example.com/v1", [], resolve=nat64)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[64:ff9b::808:808]/",
+        "http://[2002:808:808::1]/",
+        "http://[::ffff:8.8.8.8]/",
+        "http://[2606:4700::1111]/",
+    ],
+)
+async def test_ipv6_forms_of_public_addresses_pass(url: str) -> None:
+    await check_outbound_url(url, [])
 
 
 async def test_a_public_address_passes() -> None:
@@ -46,7 +93,7 @@ async def test_a_public_address_passes() -> None:
 
 
 async def test_a_name_with_any_internal_address_is_refused() -> None:
-    with pytest.raises(OutboundBlocked, match="api.example.com resolves to a private"):
+    with pytest.raises(OutboundBlocked, match="resolves to a private"):
         await check_outbound_url("https://api.example.com/v1", [], resolve=_rebound)
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.credentials.resolver import CredentialResolver, EnvironmentKey
+from app.credentials.sealing import seal_key
 from app.models import Credential
 from app.providers.base import ProviderError
 from tests.conftest import TokenFactory
@@ -138,3 +139,27 @@ async def test_a_base_url_is_judged_again_at_every_turn(
     assert tampered.code == "provider_not_configured"
     assert "cannot be decrypted" in tampered.message
     assert DEFAULT_KEY not in blocked.message + tampered.message
+
+
+async def test_a_stored_key_that_is_not_printable_ascii_fails_the_turn_as_not_configured(
+    app: FastAPI, client: httpx.AsyncClient, admin: dict[str, str], tenant: str, sql: AsyncEngine
+) -> None:
+    """A row stored before keys were validated (the API now refuses it): the turn fails with a
+    precise code, not an encoding error where the key meets an HTTP header."""
+    await store(client, admin, "openai", provider="openai", api_key=DEFAULT_KEY)
+    sealed = seal_key(
+        await app.state.container.secret_box.current(), "sk-proj-…", tenant_id=tenant, name="openai",
+        provider="openai", base_url=None,
+    )  # fmt: skip
+    async with sql.begin() as conn:
+        await conn.execute(
+            update(Credential)
+            .where(Credential.tenant_id == tenant, Credential.name == "openai")
+            .values(key_id=sealed.key_id, sealed_key=sealed.blob)
+        )
+
+    error = await fails(app, tenant, {"provider": "openai"})
+
+    assert error.code == "provider_not_configured"
+    assert "not printable ASCII" in error.message
+    assert "…" not in error.message

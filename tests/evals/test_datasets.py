@@ -146,3 +146,21 @@ async def test_items_from_sessions_carry_input_reference_and_recorded_tools(
     )
     assert foreign.status_code == 404
     assert (await client.get(f"/datasets/{own['id']}", headers=bob)).json()["item_count"] == 0
+
+
+async def test_a_dataset_holds_at_most_ten_thousand_items_a_thousand_a_request(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    dataset = await _dataset(client, alice)
+    too_many = await client.post(
+        f"/datasets/{dataset['id']}/items", json={"items": [{"input": "x"}] * 1001}, headers=alice
+    )
+    assert too_many.status_code == 422, too_many.text
+    for _ in range(10):
+        added = await client.post(f"/datasets/{dataset['id']}/items", json={"items": [{"input": "x"}] * 1000},
+                                  headers=alice)  # fmt: skip
+        assert added.status_code == 201, added.text
+    over = await client.post(f"/datasets/{dataset['id']}/items", json={"items": [{"input": "x"}]}, headers=alice)
+    assert over.status_code == 422
+    assert "at most 10000 items" in over.json()["detail"]
+    assert (await client.get(f"/datasets/{dataset['id']}", headers=alice)).json()["item_count"] == 10_000

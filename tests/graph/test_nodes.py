@@ -27,8 +27,9 @@ def state(**values: Any) -> TurnState:
     return TurnState(**{**base, **values})  # type: ignore[typeddict-item]
 
 
-def key(journal: MemoryJournal, call: ToolCall, loop: int = 0) -> str:
-    return idempotency_key(str(journal.ident.session_id), loop, call.id)
+def key(journal: MemoryJournal, call: ToolCall) -> str:
+    ident = journal.ident
+    return idempotency_key(str(ident.session_id), str(ident.turn_id), call.id)
 
 
 # --- traced ------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ async def test_calls_reach_the_gateway_with_the_token_and_idempotency_key(
 
     assert run.ended["status"] == "completed"
     requested = run.of("tool_call.requested")
-    keys = [idempotency_key(session["id"], 0, c["tool_call_id"]) for c in requested]
+    keys = [idempotency_key(session["id"], run.turn_id, c["tool_call_id"]) for c in requested]
     assert len(set(keys)) == 2
     assert [(r.tool_name, r.idempotency_key) for r in gateway.rpc("tools/call")] == [
         ("github__create_issue", keys[0]),
@@ -152,7 +152,7 @@ async def test_a_redelivered_call_returns_the_ledger_result_without_reaching_the
 
     assert first.ended["status"] == "interrupted"
     issue_call, echo_call = [c["tool_call_id"] for c in first.of("tool_call.requested")]
-    key = idempotency_key(session["id"], 0, issue_call)
+    key = idempotency_key(session["id"], first.turn_id, issue_call)
     assert gateway.calls == [("Once", key)]
     [approval] = first.of("approval.required")
 
@@ -165,7 +165,8 @@ async def test_a_redelivered_call_returns_the_ledger_result_without_reaching_the
     assert [r.idempotency_key for r in gateway.rpc("tools/call")] == [key]
     assert gateway.calls == [("Once", key)]
     assert [c["name"] for c in resumed.of("tool_call.completed")] == ["echo"]
-    assert await ledger_keys(integrated.app, session["id"]) == [key, idempotency_key(session["id"], 0, echo_call)]
+    echo_key = idempotency_key(session["id"], first.turn_id, echo_call)
+    assert await ledger_keys(integrated.app, session["id"]) == [key, echo_key]
     tool_results = [m for m in integrated.model.requests[-1].messages if m.role == "tool"]
     assert [m.content for m in tool_results] == ["created issue: Once", "after"]
     first_jti, resumed_jti = [

@@ -12,7 +12,10 @@ import httpx
 import pytest
 
 from app.core.access import request_id_from
+from app.runtime.runner import INTERNAL_ERROR_MESSAGE
+from app.runtime.store.turns import TurnStore
 from app.settings import AnthropicSettings, ObservabilitySettings, WebhookSettings
+from tests.approvals.helpers import gated_config, open_session
 from tests.conftest import TEST_SECRET, TokenFactory, make_settings, running_app
 from tests.factories import create_agent, create_session
 from tests.observability.capture import captured_logs
@@ -98,6 +101,31 @@ async def test_a_failed_turn_is_logged_with_its_code_and_ids(
     assert failed[0]["tenant_id"] == tenant
     request_ids = {r["request_id"] for r in _access_lines(logs.records())}
     assert failed[0]["request_id"] in request_ids
+
+
+async def test_an_unexpected_error_is_named_in_the_log_with_the_request_id_never_in_the_turn(
+    client: httpx.AsyncClient, alice: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*_: object) -> dict[str, object]:
+        raise RuntimeError("statement text with detail-4711")
+
+    session = await open_session(client, alice, gated_config())
+    monkeypatch.setattr(TurnStore, "pending_approvals", broken)
+    with captured_logs(level=logging.INFO) as logs:
+        frames = await read_turn(
+            client, "POST", f"/sessions/{session['id']}/turns", json={"input": "x"},
+            headers={**alice, "X-Request-ID": "req-unexpected-1"},
+        )  # fmt: skip
+    ended = frames[-1].data
+    assert (ended["status"], ended["error"]) == (
+        "failed",
+        {"code": "internal_error", "message": INTERNAL_ERROR_MESSAGE},
+    )
+    shown = json.dumps([f.data for f in frames])
+    assert "RuntimeError" not in shown
+    assert "detail-4711" not in shown
+    [line] = [r for r in logs.records() if "RuntimeError: statement text with detail-4711" in r.get("exception", "")]
+    assert (line["request_id"], line["turn_id"]) == ("req-unexpected-1", ended["turn_id"])
 
 
 async def test_no_log_line_ever_carries_a_token_key_or_secret(

@@ -115,12 +115,29 @@ async def test_a_firing_that_cannot_start_keeps_the_reason(
     app: FastAPI, client: httpx.AsyncClient, alice: dict[str, str]
 ) -> None:
     agent = await create_agent(client, alice, scripted_config({"text": "x"}))
-    schedule = await _schedule(client, alice, agent=agent)
-    await client.delete(f"/agents/{agent['id']}", headers=alice)
+    session = await create_session(client, alice, agent["id"])
+    schedule = await _schedule(client, alice, agent=agent, session=session["id"])
+    await client.delete(f"/sessions/{session['id']}", headers=alice)
     await _worker(app).run_once(_tick(schedule) + timedelta(seconds=1))
     [firing] = await _firings(client, alice, schedule["id"])
-    assert "archived" in firing["error"]
+    assert "closed" in firing["error"]
     assert (await client.get(f"/turns/{firing['turn_id']}", headers=alice)).status_code == 404
+
+
+async def test_an_archived_agents_schedule_is_disabled_with_a_reason_and_records_no_firing(
+    app: FastAPI, client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    agent = await create_agent(client, alice, scripted_config({"text": "x"}))
+    schedule = await _schedule(client, alice, agent=agent)
+    kept = await _schedule(client, alice)
+    await client.delete(f"/agents/{agent['id']}", headers=alice)
+    await _worker(app).run_once(_tick(schedule) + timedelta(days=3))
+    after = (await client.get(f"/schedules/{schedule['id']}", headers=alice)).json()
+    assert (after["enabled"], after["disabled_reason"]) == (False, "its agent was archived")
+    assert (await client.get(f"/schedules/{schedule['id']}/firings", headers=alice)).json()["items"] == []
+    other = (await client.get(f"/schedules/{kept['id']}", headers=alice)).json()
+    assert (other["enabled"], other["disabled_reason"]) == (True, None)
+    assert len(await _firings(client, alice, kept["id"])) == 1
 
 
 async def test_schedules_fire_on_sqlite(tmp_path: Path, alice: dict[str, str]) -> None:

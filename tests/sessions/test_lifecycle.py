@@ -21,10 +21,11 @@ from fastapi import FastAPI
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.files.store import FileStore
 from app.models import Approval, Message, PolicyDecision, Session, Turn, TurnEvent, Usage
 from app.models.base import utcnow
 from app.sessions.sweeper import SessionSweeper, SweepLimits, session_sweeper
-from app.settings import LifecycleSettings
+from app.settings import FileSettings, LifecycleSettings
 from tests.approvals.helpers import approval_ids, ended, gated_config, open_session, start_turn
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, scripted_config
@@ -51,7 +52,8 @@ def _engine(app: FastAPI) -> AsyncEngine:
 
 def _sweeper(app: FastAPI, **limits: Any) -> SessionSweeper:
     """The sweep the app runs, as configured (or with smaller batches)."""
-    return session_sweeper(replace(SweepLimits.of(LIFECYCLE), **limits), _engine(app), app.state.container.turns)
+    files = FileStore(app.state.container.settings.files.store_dir)
+    return session_sweeper(replace(SweepLimits.of(LIFECYCLE), **limits), _engine(app), app.state.container.turns, files)
 
 
 @contextlib.asynccontextmanager
@@ -297,3 +299,49 @@ async def test_one_replica_sweeps_at_a_time(database_url: str, tmp_path: Path, a
         assert (await _sweeper(app).sweep()).expired >= 1
         assert await _count(app, Session.id, stored_open) == 0
         assert (await client.get(f"/sessions/{session['id']}", headers=alice)).json()["status"] == "expired"
+
+
+async def test_retention_deletes_the_files_a_purged_session_used_and_keeps_the_others(
+    backend: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> None:
+    app, client = backend
+    agent = await create_agent(client, alice, scripted_config({"text": "seen"}))
+    old, kept = [(await client.post("/sessions", json={"agent_id": agent["id"]}, headers=alice)).json() for _ in "ab"]
+    used, other, unused = [
+        (await client.post("/files", files={"file": (f"{n}.txt", b"text")}, headers=alice)).json() for n in "xyz"
+    ]
+    for session, file in ((old, used), (kept, other)):
+        parts = [{"type": "text", "text": "read"}, {"type": "file", "file_id": file["id"]}]
+        await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": parts}, headers=alice)
+        assert (await client.delete(f"/sessions/{session['id']}", headers=alice)).status_code == 204
+    await _age_session(app, old["id"], closed_at=utcnow() - timedelta(days=RETENTION_DAYS, hours=1))
+
+    await _sweeper(app).sweep()
+
+    assert (await client.get(f"/files/{used['id']}", headers=alice)).status_code == 404
+    for file in (other, unused):
+        assert (await client.get(f"/files/{file['id']}", headers=alice)).status_code == 200
+
+
+async def test_retention_removes_a_purged_sessions_file_bytes_from_the_file_store(
+    database_url: str, tmp_path: Path, alice: dict[str, str]
+) -> None:
+    """With FILE_STORE_DIR the bytes live on disk: purging the session that used a file removes them too."""
+    store = tmp_path / "files"
+    settings = make_settings(database_url, tmp_path, lifecycle=LIFECYCLE, files=FileSettings(store_dir=store))
+    async with running_app(settings) as (app, client):
+        agent = await create_agent(client, alice, scripted_config({"text": "seen"}))
+        session = (await client.post("/sessions", json={"agent_id": agent["id"]}, headers=alice)).json()
+        used, unused = [
+            (await client.post("/files", files={"file": (f"{n}.txt", b"text")}, headers=alice)).json() for n in "xy"
+        ]
+        assert sorted(p.name for p in store.iterdir()) == sorted([used["id"], unused["id"]])
+        parts = [{"type": "text", "text": "read"}, {"type": "file", "file_id": used["id"]}]
+        await read_turn(client, "POST", f"/sessions/{session['id']}/turns", json={"input": parts}, headers=alice)
+        assert (await client.delete(f"/sessions/{session['id']}", headers=alice)).status_code == 204
+        await _age_session(app, session["id"], closed_at=utcnow() - timedelta(days=RETENTION_DAYS, hours=1))
+
+        await _sweeper(app).sweep()
+
+        assert (await client.get(f"/files/{used['id']}", headers=alice)).status_code == 404
+        assert [p.name for p in store.iterdir()] == [unused["id"]]

@@ -98,7 +98,7 @@ async def test_every_request_carries_the_bearer(client: McpGatewayClient, gatewa
 async def test_call_tool_returns_content_and_sends_the_idempotency_key(
     client: McpGatewayClient, gateway: Gateway
 ) -> None:
-    key = idempotency_key("session-1", 0, "call-1")
+    key = idempotency_key("session-1", "turn-1", "call-1")
 
     result = await client.call_tool(TOKEN, TEAM, "github__create_issue", {"title": "Bug"}, key)
 
@@ -210,13 +210,13 @@ async def test_a_dead_gateway_fails_discovery_and_calls() -> None:
 
 
 def test_idempotency_key_is_deterministic_and_distinct() -> None:
-    key = idempotency_key("s-1", 2, "call-a")
+    key = idempotency_key("s-1", "t-1", "call-a")
 
-    assert key == idempotency_key("s-1", 2, "call-a")
+    assert key == idempotency_key("s-1", "t-1", "call-a")
     assert len(key) == 64
     assert int(key, 16) >= 0
-    assert len({key, idempotency_key("s-1", 3, "call-a"), idempotency_key("s-2", 2, "call-a")}) == 3
-    assert idempotency_key("s-1", 2, "call-b") != key
+    assert len({key, idempotency_key("s-1", "t-2", "call-a"), idempotency_key("s-2", "t-1", "call-a")}) == 3
+    assert idempotency_key("s-1", "t-1", "call-b") != key
 
 
 def test_filter_tools_keeps_only_the_agents_servers() -> None:

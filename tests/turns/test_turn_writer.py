@@ -119,7 +119,7 @@ async def set_status(engine: AsyncEngine, turn_id: uuid.UUID, status: str) -> No
 
 def stored_message(row: dict[str, Any]) -> dict[str, Any]:
     return {c: row[c] for c in ("tenant_id", "session_id", "turn_id", "role", "content", "tool_calls",
-                                "tool_call_id", "name", "is_error", "created_at")}  # fmt: skip
+                                "tool_call_id", "name", "is_error", "attachments", "created_at")}  # fmt: skip
 
 
 def without(rows: list[StagedRow], bad: dict[str, Any]) -> list[StagedRow]:

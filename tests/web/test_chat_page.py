@@ -12,67 +12,28 @@ shown in the README, so an ordinary run leaves the work tree clean.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth.secret import load_or_create_secret
 from app.auth.verify import mint_user_token
 from app.main import create_app
-from app.settings import AuthSettings, Settings
-from tests.conftest import make_settings
+from app.settings import Settings
 from tests.handover import TOOL_THEN_ANSWER, HandOver, HandOverApp
 from tests.turns.loopback import serve_asgi, serve_on_loopback
+from tests.web.conftest import (
+    STEP_TIMEOUT_MS,
+    axe_violations,
+    create_agent_and_session,
+    screenshot,
+    sign_in_locally,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
-UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"
-STEP_TIMEOUT_MS = 20_000
 WORDS = [f"w{i}" for i in range(80)]
-
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="`make test` installs Debian's chromium first")
-
-
-@pytest.fixture
-def page_settings(database_url: str, tmp_path: Path) -> Settings:
-    """No auth configured: the service generates its secret, so the local one-click sign-in is on."""
-    return make_settings(database_url, tmp_path, auth=AuthSettings(jwt_secret=None, jwks_url=None))
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-async def _create_agent_and_session(page: Page, name: str, config: dict[str, object] | None = None) -> None:
-    await expect(page.locator("#agent-select option").first).to_be_attached()  # the agents have loaded
-    if await page.locator("#new-agent").get_attribute("open") is None:
-        await page.get_by_text("New agent", exact=True).click()
-    await page.get_by_label("Name", exact=True).fill(name)
-    if config is not None:
-        await page.get_by_label("Configuration (JSON)").fill(json.dumps(config))
-    await page.get_by_role("button", name="Create agent").click()
-    await expect(page.locator("#agent-select option:checked")).to_have_text(f"{name} (v1)")
-    await page.get_by_role("button", name="New session").click()
-    await expect(page.locator("#chat-title")).to_contain_text("Session")
-    await expect(page.get_by_label("Message")).to_be_enabled()
-
-
-async def _screenshot(page: Page, name: str, tmp_path: Path) -> None:
-    path = (SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path) / name
-    await page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 10_000  # a rendered page, not an empty frame
 
 
 async def test_sign_in_run_a_turn_and_approve_it_in_the_page(
@@ -82,17 +43,18 @@ async def test_sign_in_run_a_turn_and_approve_it_in_the_page(
         page = await browser.new_page(viewport={"width": 1200, "height": 860})
         page.set_default_timeout(STEP_TIMEOUT_MS)
         await page.goto(base_url)
-        await page.get_by_role("button", name="Sign in with a local token").click()
-        await expect(page.locator("#who")).to_have_text("local @ local")
+        assert await axe_violations(page) == []  # the sign-in card
+        await sign_in_locally(page)
 
-        await _create_agent_and_session(page, "calculator-demo")  # the page's demo config: calculator gated
-        await page.get_by_label("Message").fill("what is 6 times 7?")
-        await page.get_by_label("Message").press("Enter")
+        await create_agent_and_session(page, "calculator-demo")  # the page's demo config: calculator gated
+        await page.get_by_label("Message", exact=True).fill("what is 6 times 7?")
+        await page.get_by_label("Message", exact=True).press("Enter")
 
         card = page.locator("[data-approval]")
         await expect(card).to_contain_text("Approval needed: calculator · arithmetic needs a human")
         await expect(page.locator("[data-status]")).to_have_text("turn waiting for approval")
         await expect(page.locator(".tool").first).to_contain_text("result: hello")
+        assert await axe_violations(page) == []  # a turn waiting for approval: tools, decisions, the card
         await card.get_by_role("button", name="Approve").click()
 
         await expect(page.locator('[data-status="completed"]')).to_have_text("turn completed")
@@ -101,7 +63,8 @@ async def test_sign_in_run_a_turn_and_approve_it_in_the_page(
         await expect(transcript).to_contain_text("resumed after the decision")
         await expect(transcript.locator(".msg-assistant").last).to_have_text("The answer is 42.")
         await expect(card.get_by_role("button", name="Approve")).to_be_disabled()
-        await _screenshot(page, "web-approval.png", tmp_path)
+        assert await axe_violations(page) == []
+        await screenshot(page, "web-approval.png", tmp_path)
 
 
 async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
@@ -123,8 +86,8 @@ async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
             "model": {"provider": "scripted", "chunk_delay_ms": 50, "script": [{"text": " ".join(WORDS)}]},
             "tools": [],
         }
-        await _create_agent_and_session(page, "slow-talker", config)
-        await page.get_by_label("Message").fill("talk to me")
+        await create_agent_and_session(page, "slow-talker", config)
+        await page.get_by_label("Message", exact=True).fill("talk to me")
         await page.get_by_role("button", name="Send").click()
         bubble = page.locator(".msg-assistant")
         await expect(bubble).to_contain_text("w15")
@@ -138,7 +101,7 @@ async def test_a_reload_mid_turn_resumes_the_stream_without_loss_or_duplicates(
         resumed = [url for url in followed if "access_token=" in url]
         assert resumed, followed
         assert "after=0" not in resumed[0]
-        await _screenshot(page, "web-reload-phone.png", tmp_path)
+        await screenshot(page, "web-reload-phone.png", tmp_path)
 
 
 @pytest.mark.parametrize("died", [False, True], ids=["drained", "died"])
@@ -157,9 +120,9 @@ async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_w
         page.on("request", lambda request: followed.append(request.url) if "/events?" in request.url else None)
         await page.goto(base_url)
         await page.get_by_role("button", name="Sign in with a local token").click()
-        await _create_agent_and_session(page, "handed-over", TOOL_THEN_ANSWER)
-        await page.get_by_label("Message").fill("echo?")
-        await page.get_by_label("Message").press("Enter")
+        await create_agent_and_session(page, "handed-over", TOOL_THEN_ANSWER)
+        await page.get_by_label("Message", exact=True).fill("echo?")
+        await page.get_by_label("Message", exact=True).press("Enter")
 
         await expect(page.locator('[data-status="completed"]')).to_have_text("turn completed")
         transcript = page.locator("#transcript")
@@ -185,4 +148,4 @@ async def test_a_stream_cut_by_a_hand_over_is_followed_again_and_the_lost_part_w
         assert "ASK THE" in lost_text  # the page had been sent the lost run's text
         if not died:  # (a dropped connection may lose the frames in flight: then it follows from the start)
             assert f"after={shown[-1]['seq']}" in followed[0]  # followed from the last event it had drawn
-        await _screenshot(page, "web-hand-over.png", tmp_path)
+        await page.screenshot(path=str(tmp_path / "web-hand-over.png"), full_page=True)  # not in the README

@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
-import pytest
-from playwright.async_api import Browser, async_playwright, expect
+from playwright.async_api import Browser, expect
 
 from app.settings import Settings
 from tests.factories import create_agent
 from tests.turns.loopback import serve_on_loopback
-
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="`make test` installs Debian's chromium first")
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 def _config(text: str) -> dict[str, object]:
@@ -52,7 +36,7 @@ async def test_the_page_shows_a_runs_checks_beside_its_baseline_and_its_items(
         page.set_default_timeout(20_000)
         await page.goto(f"{base_url}/web/evals")
         await expect(page.locator("#signed-out")).to_be_visible()
-        await page.evaluate("token => localStorage.setItem('token', token)", alice["Authorization"][7:])
+        await page.evaluate("token => sessionStorage.setItem('token', token)", alice["Authorization"][7:])
         await page.reload()
         await expect(page.locator("#eval-title")).to_have_text(f"Eval {run['id'][:8]} · v2 against v1")
         await expect(page.locator("#checks-head th")).to_have_text(["Check", "v2", "v1"])

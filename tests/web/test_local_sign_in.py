@@ -10,7 +10,7 @@ import pytest
 
 from app.auth.secret import load_or_create_secret
 from app.auth.verify import TokenVerifier
-from app.settings import AuthSettings, HttpSettings, Settings
+from app.settings import AuthSettings, HttpSettings, ModelPrice, PricingSettings, Settings
 from app.web.local_sign_in import refusal
 from tests.conftest import make_settings, running_app
 from tests.turns.loopback import serve_on_loopback
@@ -41,6 +41,50 @@ def test_the_rules(database_url: str, tmp_path: Path) -> None:
         ("127.0.0.1", {**LOOPBACK, "origin": "https://evil.example"}),
     ]:
         assert refusal(settings, peer=peer, headers=headers) is not None, (peer, headers)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {**LOOPBACK, "CF-Connecting-IP": "203.0.113.9"},
+        {**LOOPBACK, "True-Client-IP": "203.0.113.9"},
+        {**LOOPBACK, "X-Forwarded-Proto": "https"},
+        {**LOOPBACK, "X-Forwarded-Port": "443"},
+        {**LOOPBACK, "X-Client-IP": "203.0.113.9"},
+        {**LOOPBACK, "Via": "1.1 proxy"},
+        {"host": "evil.example@127.0.0.1:8000"},
+        {"host": "127.0.0.1:8000#frag"},
+        {"host": "127.0.0.1:8000/path"},
+        {"host": "127.0.0.1.evil.example"},
+        {"host": "localhost:8000 "},
+        {**LOOPBACK, "origin": "http://127.0.0.1:9999"},
+        {**LOOPBACK, "origin": "http://localhost"},
+        {**LOOPBACK, "origin": "https://127.0.0.1:8000"},
+        {**LOOPBACK, "origin": "http://user@127.0.0.1:8000"},
+        {**LOOPBACK, "origin": "null"},
+    ],
+)
+def test_proxy_headers_odd_hosts_and_other_ports_are_refused(
+    database_url: str, tmp_path: Path, headers: dict[str, str]
+) -> None:
+    settings = _generated(database_url, tmp_path)
+    assert (
+        refusal(settings, peer="127.0.0.1", headers={**LOOPBACK, "origin": "http://127.0.0.1:8000"}, port=8000) is None
+    )
+    assert refusal(settings, peer="127.0.0.1", headers=headers, port=8000) is not None
+
+
+async def test_an_origin_at_another_local_port_is_refused_by_the_running_service(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with (
+        serve_on_loopback(_generated(database_url, tmp_path)) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+    ):
+        port = int(base_url.rsplit(":", 1)[1])
+        own = await client.post("/web/local-token", headers={"Origin": f"http://127.0.0.1:{port}"})
+        other = await client.post("/web/local-token", headers={"Origin": f"http://127.0.0.1:{port + 1}"})
+        assert (own.status_code, other.status_code) == (200, 403)
 
 
 @pytest.mark.parametrize(
@@ -77,6 +121,31 @@ async def test_a_local_request_gets_a_token_the_api_accepts(database_url: str, t
     assert (principal.tenant_id, principal.sub, principal.is_admin) == ("local", "local", True)
 
 
+async def test_a_local_token_for_the_tenant_and_user_asked(database_url: str, tmp_path: Path) -> None:
+    settings = _generated(database_url, tmp_path)
+    async with serve_on_loopback(settings) as base_url, httpx.AsyncClient(base_url=base_url) as client:
+        response = await client.post("/web/local-token", json={"tenant_id": "acme", "sub": "alice"})
+        assert response.status_code == 200, response.text
+        assert (response.json()["tenant_id"], response.json()["sub"]) == ("acme", "alice")
+        for bad in ({"tenant_id": ""}, {"sub": "a b"}, {"tenant_id": "x" * 129}, {"role": "admin"}):
+            refused = await client.post("/web/local-token", json=bad)
+            assert refused.status_code == 422, bad
+            assert refused.headers["content-type"] == "application/problem+json"
+    principal = await TokenVerifier(secret=load_or_create_secret(tmp_path)).verify(response.json()["token"])
+    assert (principal.tenant_id, principal.sub, principal.is_admin) == ("acme", "alice", True)
+
+
+async def test_the_price_table_is_the_built_in_one_under_model_prices(database_url: str, tmp_path: Path) -> None:
+    settings = _generated(database_url, tmp_path).model_copy(
+        update={"pricing": PricingSettings(model_prices={"gpt-4o": ModelPrice(input=1, output=2)})}
+    )
+    async with running_app(settings) as (_, client):
+        prices = (await client.get("/web/prices")).json()
+    assert (prices["currency"], prices["per_tokens"]) == ("USD", 1_000_000)
+    assert prices["models"]["gpt-4o"] == {"input": 1.0, "output": 2.0}  # overridden
+    assert prices["models"]["claude-sonnet-4-5"] == {"input": 3.0, "output": 15.0}  # built in
+
+
 async def test_a_request_that_is_not_from_loopback_is_refused(database_url: str, tmp_path: Path) -> None:
     """httpx's ASGI transport presents the client as 127.0.0.1 with host `testserver`: the host rule refuses it."""
     async with running_app(_generated(database_url, tmp_path)) as (_, client):
@@ -92,7 +161,9 @@ async def test_the_page_and_its_files_are_served(client: httpx.AsyncClient) -> N
     assert page.headers["content-type"].startswith("text/html")
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert '<script src="/web/static/app.js"' in page.text
-    for asset, media in [("/web/static/app.js", "javascript"), ("/web/static/style.css", "text/css")]:
+    assets = ["/web/static/app.js", "/web/static/markdown.js", "/web/static/vendor/marked/marked.umd.js",
+              "/web/static/vendor/dompurify/purify.min.js", "/web/static/style.css"]  # fmt: skip
+    for asset, media in [(a, "text/css" if a.endswith(".css") else "javascript") for a in assets]:
         response = await client.get(asset)
         assert response.status_code == 200, asset
         assert media in response.headers["content-type"]

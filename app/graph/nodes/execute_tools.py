@@ -57,7 +57,7 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
 
 
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
-    key = idempotency_key(str(ctx.ident.session_id), loop, call.id)
+    key = idempotency_key(str(ctx.ident.session_id), str(ctx.ident.turn_id), call.id)
     if ctx.continued is not None:
         sent = await ctx.journal.ledger_dispatched(key)
         if sent is not None:  # judged and sent by the lost run: sent again as it was, under its key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -33,8 +34,9 @@ async def ingest_result(state: TurnState, runtime: Runtime[TurnContext]) -> dict
         "loop_count": state.get("loop_count", 0) + 1,
         "pending": [],
         "results": {},
+        "repairing": False,
     }
-    if not pending:
+    if not pending and not state.get("repairing"):
         update["status"] = "completed"
     return update
 
@@ -43,9 +45,8 @@ async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages:
     if ctx.context_engine is None or ctx.context_token is None:
         return
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in state.get("pending", [])]
-    events: list[dict[str, Any]] = [
-        {"kind": "assistant_message", "text": state.get("last_text", ""), "tool_calls": calls}
-    ]
+    events: list[dict[str, Any]] = [*_attached_input(state)]
+    events.append({"kind": "assistant_message", "text": state.get("last_text", ""), "tool_calls": calls})
     events += [
         {
             "kind": "tool_result",
@@ -67,6 +68,18 @@ async def _ingest_into_engine(state: TurnState, ctx: TurnContext, tool_messages:
             )
         except ContextEngineError as exc:
             ctx.journal.event(ContextDegraded(component="ingest", error=str(exc)))
+
+
+def _attached_input(state: TurnState) -> list[dict[str, Any]]:
+    """At a turn's first loop, a user message with attachments is ingested with their references
+    (the engine keeps the conversation; the files stay ours, named by id)."""
+    if state.get("loop_count", 0) or state.get("resume"):
+        return []
+    opening = next((m for m in reversed(state.get("history", [])) if m.role == "user"), None)
+    if opening is None or not opening.attachments:
+        return []
+    refs = [dataclasses.asdict(a) for a in opening.attachments]
+    return [{"kind": "user_message", "text": opening.content, "attachments": refs}]
 
 
 @traced("loop_limit_handler")

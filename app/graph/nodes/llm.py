@@ -6,6 +6,7 @@ tenant's quota before it, its cost recorded after it, even when it fails or is c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -14,8 +15,10 @@ from app.governance.budget import Spent, exceeded
 from app.graph.context import TurnContext
 from app.graph.governed_call import Answered, CallGovernance, Refused, governed_call
 from app.graph.nodes.common import failed, traced
+from app.graph.nodes.structured import structured_answer
 from app.graph.state import TurnState, budget_of, spent_of
 from app.providers.base import ModelRequest, ToolSpec
+from app.providers.call_ids import conversation_call_ids
 from app.runtime.port.events import ToolCallRequested
 from app.tools.mcp_gateway import McpGatewayUnavailable
 
@@ -29,8 +32,15 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         return failed("mcp_gateway_unavailable", str(exc))
     spent = spent_of(state)
     governance = CallGovernance(budget_of(state), spent, ctx.quota)
+    conversation = [*state.get("history", []), *state.get("new_messages", [])]
+    request = dataclasses.replace(_request(state, ctx, tools), files=await _files(state, ctx))
     outcome = await governed_call(
-        _request(state, ctx, tools), governance, provider=ctx.provider, journal=ctx.journal, kind="model"
+        request,
+        governance,
+        provider=ctx.provider,
+        journal=ctx.journal,
+        kind="model",
+        call_ids=conversation_call_ids(conversation),
     )
     if isinstance(outcome, Refused):
         return _stopped(state, outcome.code, outcome.reason, spent)
@@ -38,6 +48,13 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
         return _answered(state, outcome)
     usage = outcome.usage
     return {**failed(outcome.code, outcome.message), **_plus(state, usage.input_tokens, usage.output_tokens)}
+
+
+async def _files(state: TurnState, ctx: TurnContext) -> dict[str, bytes]:
+    ids = [a.file_id for m in state.get("prompt", []) for a in m.attachments]
+    if not ids or ctx.files is None:
+        return {}
+    return await ctx.files.read(ctx.ident.tenant_id, ids)
 
 
 def _answered(state: TurnState, outcome: Answered) -> dict[str, Any]:
@@ -78,6 +95,7 @@ def _request(state: TurnState, ctx: TurnContext, tools: list[ToolSpec]) -> Model
         tools=tools,
         max_tokens=int(ctx.model.get("max_tokens", 1024)),
         call_index=state.get("model_calls", 0),
+        output_schema=ctx.output_schema,
     )
 
 
@@ -88,4 +106,8 @@ async def parse_response(state: TurnState, runtime: Runtime[TurnContext]) -> dic
         runtime.context.journal.event(ToolCallRequested(tool_call_id=call.id, name=call.name, arguments=call.arguments))
     if pending:
         return {}
-    return {"final_output": state.get("last_text", "")}
+    text = state.get("last_text", "")
+    schema = runtime.context.output_schema
+    if schema is None:
+        return {"final_output": text}
+    return structured_answer(state, text, schema)

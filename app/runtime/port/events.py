@@ -194,6 +194,9 @@ class TurnEnded(EventBody):
     type: Literal["turn.ended"] = "turn.ended"
     status: TurnStatus
     final_output: str | None
+    output: dict[str, Any] | None = Field(
+        default=None, description="The final answer parsed and validated against the turn's output schema"
+    )
     usage: Usage
     loop_count: int
     error: ErrorInfo | None
@@ -208,11 +211,13 @@ class TurnEnded(EventBody):
         output_tokens: int,
         loop_count: int,
         error: dict[str, Any] | None,
+        output: dict[str, Any] | None = None,
     ) -> TurnEnded:
         """The one place the closing event is built (a settled run, or a turn ended for a dead one)."""
         return cls(
             status=status,
             final_output=final_output,
+            output=output,
             usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
             loop_count=loop_count,
             error=None if error is None else ErrorInfo.model_validate(error),

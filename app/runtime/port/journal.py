@@ -16,7 +16,7 @@ event models).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
@@ -68,6 +68,12 @@ class QuotaHold:
     tokens: int
 
 
+class FileReader(Protocol):
+    async def read(self, tenant_id: str, file_ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of those of the files that still exist, by id."""
+        ...
+
+
 class QuotaGate(Protocol):
     async def reserve(self, tokens: int) -> QuotaHold | None:
         """Reserve `tokens` in one atomic statement if the period is below its quota; None if spent."""
@@ -102,6 +108,15 @@ class Continued:
 
     input_judged: bool = False
     """The turn's input already has its `pre_llm` receipt (it is not judged twice)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supersedes:
+    """The turn a new turn regenerates (POST /turns/{id}/regenerate): its messages are out of the history."""
+
+    turn_id: uuid.UUID
+    input: str
+    """Its input: the Claude SDK runtime finds that prompt in its transcript and resumes before it."""
 
 
 @dataclass(slots=True)
@@ -145,6 +160,10 @@ class TurnRun:
     """A resumed or continued autonomous run: its stored `plan.*` events (the plan and each step's state)."""
     continued: Continued | None = None
     """Set when this run continues a running turn whose run was lost (see `Continued`)."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema the turn's final answer must meet (app/structured); None: free text."""
+    supersedes: Supersedes | None = None
+    """Set on the first run of a turn that regenerates another."""
 
     @property
     def resumed(self) -> bool:
@@ -167,6 +186,8 @@ class TurnServices:
     """A fresh token for the Context Engine (only set together with `context_engine`)."""
     quota: QuotaGate | None = None
     """Set when the tenant has a token quota: every model call reserves before it starts."""
+    files: FileReader | None = None
+    """Reads the attachments a prompt names, for each model call."""
 
 
 @dataclass(slots=True)
@@ -177,6 +198,8 @@ class Progress:
     """Set once the run has an outcome."""
     error: dict[str, Any] | None = None
     final_output: str | None = None
+    output: dict[str, Any] | None = None
+    """The final answer as the object the turn's output schema asked for."""
     last_text: str = ""
     """The model's latest text: the final output of a turn stopped by a limit or a cancel."""
     loop_count: int = 0

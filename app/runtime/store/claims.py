@@ -27,7 +27,7 @@ from app.runtime.port.events import ContinueReason
 from app.runtime.port.journal import HumanDecision, TurnIdentity, event_key
 from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.runners import Orphan
-from app.runtime.store.turns import MAX_SEQ, RUN_COLUMNS, TURNS, chat_message
+from app.runtime.store.turns import MAX_SEQ, MESSAGE_COLUMNS, RUN_COLUMNS, TURNS, chat_message
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
 """Events a continuation would emit again for work the lost run had begun (see `Continued.stored_events`)."""
@@ -80,11 +80,7 @@ RESUME = Query(
 )
 """Move an interrupted turn back to `running` for this runner; no row if another decision did first."""
 _THIS_TURN = (Message.tenant_id == bindparam("tenant_id"), Message.turn_id == bindparam("turn_id"))
-TURN_MESSAGES = Query(
-    select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
-    .where(*_THIS_TURN)
-    .order_by(Message.id)
-)
+TURN_MESSAGES = Query(select(*MESSAGE_COLUMNS).where(*_THIS_TURN).order_by(Message.id))
 TURN_USAGE = Query(
     select(
         func.coalesce(func.sum(Usage.input_tokens), 0).label("input_tokens"),

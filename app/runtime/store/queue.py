@@ -20,7 +20,7 @@ from sqlalchemy.orm import aliased
 from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
 from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
-from app.providers.base import ChatMessage
+from app.providers.base import Attachment, ChatMessage
 from app.runtime.port.journal import TurnIdentity
 from app.runtime.store.admission import free_slot, slot_params
 from app.runtime.store.batch import SEQ_BLOCK
@@ -138,7 +138,8 @@ class TurnQueue:
                 if row is None:
                     return None
                 started = TurnIdentity(ident.tenant_id, ident.session_id, row["id"], ident.agent_id)
-                message = message_row(started, ChatMessage(role="user", content=row["input"]))
+                attachments = tuple(Attachment(**a) for a in row["attachments"] or ())
+                message = message_row(started, ChatMessage(role="user", content=row["input"], attachments=attachments))
                 await insert_rows(tx, MESSAGES, [message])
         except INTEGRITY_ERRORS:
             return None

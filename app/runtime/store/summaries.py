@@ -1,8 +1,9 @@
 """Compaction summaries of a session: the newest one, and storing one with the message ids it covers.
 
-A summary stands for the first `message_count` messages of its session, which is how the built-in
-context applies it to a conversation read in storage order; the ids of the first and the last of
-those messages are stored with it so the range is explicit. Hot-path `Query` statements
+A summary stands for the first `message_count` messages of its session's history (superseded
+messages are not in it), which is how the built-in context applies it to a conversation read in
+storage order; the ids of the first and the last of those messages are stored with it so the range
+is explicit. Hot-path `Query` statements
 (app/core/sql.py), both keyed by tenant and session.
 """
 
@@ -28,7 +29,11 @@ LATEST = Query(
 )
 MESSAGE_AT = Query(
     select(Message.id)
-    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    .where(
+        Message.tenant_id == bindparam("tenant_id"),
+        Message.session_id == bindparam("session_id"),
+        Message.superseded_by_turn_id.is_(None),
+    )
     .order_by(Message.id)
     .offset(bindparam("position", type_=Integer))
     .limit(1)

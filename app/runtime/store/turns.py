@@ -7,6 +7,7 @@ trip per single statement (autocommit), SQLAlchemy on SQLite.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -14,10 +15,11 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Integer, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import Integer, String, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.dml import Delete, Update
 
 from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
@@ -27,13 +29,14 @@ from app.models import (
     Message,
     PolicyDecision,
     Session,
+    Summary,
     ToolExecution,
     Turn,
     TurnEvent,
     Usage,
 )
 from app.models.base import utcnow
-from app.providers.base import ChatMessage, ToolCall
+from app.providers.base import Attachment, ChatMessage, ToolCall
 from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, LoggedEvent, TurnEnded, stamp
 from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store.admission import (
@@ -55,9 +58,13 @@ DECISIONS: Table = PolicyDecision.__table__  # type: ignore[assignment]
 USAGE: Table = Usage.__table__  # type: ignore[assignment]
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 SESSIONS: Table = Session.__table__  # type: ignore[assignment]
+SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
-RUN_COLUMNS = ("input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps")
+RUN_COLUMNS = (
+    "input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps", "output_schema",
+    "attachments",
+)  # fmt: skip
 """What a turn's row gives the run that starts it later (a queued turn's promote, a continuation's claim)."""
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
@@ -69,12 +76,19 @@ def message_row(ident: TurnIdentity, message: ChatMessage) -> dict[str, Any]:
         "turn_id": ident.turn_id,
         "role": message.role,
         "content": message.content,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls] or None,
+        "tool_calls": [stored_call(c) for c in message.tool_calls] or None,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
         "is_error": message.is_error,
+        "attachments": [dataclasses.asdict(a) for a in message.attachments] or None,
         "created_at": utcnow(),
     }
+
+
+def stored_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as its message stores it: our id, and the provider's beside it when it differs."""
+    stored = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    return stored if call.provider_id is None else {**stored, "provider_id": call.provider_id}
 
 
 def usage_row(ident: TurnIdentity, usage: ModelUsage) -> dict[str, Any]:
@@ -111,7 +125,10 @@ def approval_row(ident: TurnIdentity, owner_sub: str, request: ApprovalRequest) 
 
 
 def chat_message(row: Mapping[str, Any]) -> ChatMessage:
-    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in row["tool_calls"] or ())
+    calls = tuple(
+        ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"], provider_id=c.get("provider_id"))
+        for c in row["tool_calls"] or ()
+    )
     return ChatMessage(
         role=row["role"],
         content=row["content"],
@@ -119,14 +136,25 @@ def chat_message(row: Mapping[str, Any]) -> ChatMessage:
         tool_call_id=row["tool_call_id"],
         name=row["name"],
         is_error=row["is_error"],
+        attachments=tuple(Attachment(**a) for a in row["attachments"] or ()),
     )
 
 
+MESSAGE_COLUMNS = (
+    Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error,
+    Message.attachments,
+)  # fmt: skip
+"""What `chat_message` reads back."""
 HISTORY = Query(
-    select(Message.role, Message.content, Message.tool_calls, Message.tool_call_id, Message.name, Message.is_error)
-    .where(Message.tenant_id == bindparam("tenant_id"), Message.session_id == bindparam("session_id"))
+    select(*MESSAGE_COLUMNS)
+    .where(
+        Message.tenant_id == bindparam("tenant_id"),
+        Message.session_id == bindparam("session_id"),
+        Message.superseded_by_turn_id.is_(None),
+    )
     .order_by(Message.id)
 )
+"""The conversation a prompt is built from: every message but those a regenerated turn put aside."""
 _SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
     Session.status, Session.last_active_at,
@@ -167,6 +195,13 @@ LEDGER_PUT = {
 """A `completed` row: new, or completing the key's `dispatched` row; a completed row is never replaced."""
 CURRENT_STATUS = Query(
     select(Turn.status).where(Turn.tenant_id == bindparam("tenant_id"), Turn.id == bindparam("turn_id"))
+)
+PENDING_APPROVALS = Query(
+    select(Approval.id, Approval.tool_call_id).where(
+        Approval.tenant_id == bindparam("tenant_id"),
+        Approval.turn_id == bindparam("turn_id"),
+        Approval.status == "pending",
+    )
 )
 MAX_SEQ = Query(
     select(func.max(TurnEvent.seq)).where(
@@ -220,7 +255,8 @@ PLAN_EVENTS = Query(
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
-    (data-modifying CTEs).
+    (data-modifying CTEs); a turn that regenerates another (`supersedes_turn_id`) puts that turn's
+    messages aside and drops its summaries in the same statement, only if the new turn was stored.
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
     takes a free concurrency slot, or nothing is inserted (app/runtime/store/admission.py).
@@ -235,19 +271,77 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
-    return Query(insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched))
+    statement = insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched)
+    if "supersedes_turn_id" in turn_columns:
+        stored = select(new_turn.c.id).exists()
+        statement = statement.add_cte(
+            _supersede_messages().where(stored).cte("put_aside"), _drop_summaries().where(stored).cte("dropped")
+        )
+    return Query(statement)
 
 
+def _supersede_messages() -> Update:
+    table = bare(MESSAGES)
+    return (
+        update(table)
+        .where(
+            table.c.tenant_id == bindparam("s_tenant"),
+            table.c.session_id == bindparam("s_session"),
+            table.c.turn_id == bindparam("s_old"),
+            table.c.superseded_by_turn_id.is_(None),
+        )
+        .values(superseded_by_turn_id=bindparam("s_new"))
+    )
+
+
+def _drop_summaries() -> Delete:
+    """A summary the regenerated turn made covers messages now put aside: the next compaction rebuilds it."""
+    table = bare(SUMMARIES)
+    return delete(table).where(
+        table.c.tenant_id == bindparam("s_tenant"),
+        table.c.session_id == bindparam("s_session"),
+        table.c.turn_id == bindparam("s_old"),
+    )
+
+
+_SUPERSEDE = Query(_supersede_messages())
+_DROP_SUMMARIES = Query(_drop_summaries())
+TITLE_CHARS = 80
 _TOUCH_SESSION = Query(
     update(bare(SESSIONS))
     .where(bare(SESSIONS).c.id == bindparam("touched_session"))
-    .values(last_active_at=bindparam("touched_at"))
+    .values(
+        last_active_at=bindparam("touched_at"),
+        title=func.coalesce(bare(SESSIONS).c.title, bindparam("touched_title", type_=String)),
+    )
 )
-"""A turn starting is the session's activity (the idle sweep reads `last_active_at`)."""
+"""A turn starting is the session's activity (the idle sweep reads `last_active_at`); the first one
+names an untitled session."""
 
 
 def _touch(turn: Mapping[str, Any]) -> dict[str, Any]:
-    return {"touched_session": turn["session_id"], "touched_at": turn["created_at"]}
+    return {
+        "touched_session": turn["session_id"],
+        "touched_at": turn["created_at"],
+        "touched_title": title_of(turn["input"]),
+    }
+
+
+def title_of(text: str) -> str | None:
+    """A session's default title: the first line of its first message, cut at a word near TITLE_CHARS."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if len(line) <= TITLE_CHARS:
+        return line or None
+    cut = line[:TITLE_CHARS].rsplit(" ", 1)[0] or line[:TITLE_CHARS]
+    return f"{cut}…"
+
+
+def _superseding(turn: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of `_supersede_messages` and `_drop_summaries` for a turn that regenerates another."""
+    if "supersedes_turn_id" not in turn:
+        return {}
+    return {"s_tenant": turn["tenant_id"], "s_session": turn["session_id"], "s_old": turn["supersedes_turn_id"],
+            "s_new": turn["id"]}  # fmt: skip
 
 
 @lru_cache(maxsize=8)
@@ -297,7 +391,7 @@ class TurnStore:
         slots = slot_params(max_concurrent) if max_concurrent is not None else {}
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message), slotted)
-            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn)}
+            params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn), **_superseding(turn)}
             for attempt in range(SLOT_ATTEMPTS):
                 try:
                     if not await self.sql.execute(query, {**params, **slots}):
@@ -317,6 +411,9 @@ class TurnStore:
                     raise NoFreeSlot(max_concurrent)
                 await insert_rows(tx, MESSAGES, [message])
                 await tx.execute(_TOUCH_SESSION, _touch(turn))
+                if superseding := _superseding(turn):
+                    await tx.execute(_SUPERSEDE, superseding)
+                    await tx.execute(_DROP_SUMMARIES, superseding)
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
@@ -345,6 +442,12 @@ class TurnStore:
 
     async def create_approvals(self, rows: Sequence[dict[str, Any]]) -> None:
         await insert_rows(self.sql, APPROVALS, rows)
+
+    async def pending_approvals(self, tenant_id: str, turn_id: uuid.UUID) -> dict[str, uuid.UUID]:
+        """The turn's pending approvals by tool call id (a run that died before ending the turn
+        `interrupted` may have stored them)."""
+        rows = await self.sql.fetch(PENDING_APPROVALS, {"tenant_id": tenant_id, "turn_id": turn_id})
+        return {str(r["tool_call_id"]): uuid.UUID(str(r["id"])) for r in rows}
 
     async def current_status(self, tenant_id: str, turn_id: uuid.UUID) -> str:
         return str(await self.sql.fetchval(CURRENT_STATUS, {"tenant_id": tenant_id, "turn_id": turn_id}))

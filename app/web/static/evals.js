@@ -1,9 +1,9 @@
 // The evals page: a run's pass rate per check as bars (<meter>), the baseline's beside it, and its
-// items with the reasons of their scores. Same token as the chat page (localStorage), no build step.
+// items with the reasons of their scores. Same token as the chat page (sessionStorage), no build step.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const token = window.localStorage.getItem("token");
+const token = window.sessionStorage.getItem("token");
 
 async function api(path) {
   const response = await fetch(path, {headers: {Authorization: `Bearer ${token}`, Accept: "application/json"}});
