@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.chat import _show
-from app.chat_turn import DEFAULT_RETRY_MS, MAX_RECONNECTS
+from app.cli.chat import _show
+from app.cli.chat_turn import DEFAULT_RETRY_MS, MAX_RECONNECTS
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SECRET

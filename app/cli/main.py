@@ -85,7 +85,7 @@ def _token(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from app.chat import run_chat
+    from app.cli.chat import run_chat
 
     return run_chat(args.session_id, base_url=str(args.url), token=args.token, agent=args.agent)
 
@@ -215,6 +215,3 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     return int(args.func(args))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from app.chat_turn import LostStream, TurnView, follow_to_the_end
+from app.cli.chat_turn import LostStream, TurnView, follow_to_the_end
 
 
 class ChatError(Exception):
