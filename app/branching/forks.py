@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 
 from app.core.sql import INTEGRITY_ERRORS
-from app.errors import Conflict, RuleViolation
+from app.errors import Conflict, InvalidInput, NotFound, RuleViolation
 from app.models import ACTIVE_STATUSES, Session, Summary
 from app.sessions import schemas
 from app.sessions.repository import MessageRepository, SummaryRepository
@@ -41,6 +41,8 @@ class ForkService:
         )
         try:
             fork = await self.sessions.create(create, owner_sub=origin.owner_sub)
+        except NotFound as exc:
+            raise InvalidInput(exc.detail, field="body.agent_version") from exc
         except INTEGRITY_ERRORS as exc:
             raise Conflict(
                 f"A session with external_id {body.external_id!r} already exists for this agent",

@@ -84,7 +84,7 @@ class DatasetService:
         items: list[schemas.ItemIn] = []
         for session_id in dict.fromkeys(body.session_ids):
             if await sessions.get(self.principal, session_id) is None:
-                raise NotFound(f"Session {session_id} not found")
+                raise InvalidInput(f"Session {session_id} not found", field="body.session_ids")
             turns = await recorded.completed_turns(session_id)
             calls = await recorded.tool_calls([t.id for t in turns])
             for turn in turns:

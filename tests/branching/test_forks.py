@@ -180,7 +180,8 @@ async def test_a_fork_pins_the_agent_version_asked_for(branching: Branching, ali
     await turn(api, alice, fork["id"], "again")
     assert branching.model.requests[0].system.startswith("Version two.")
     missing = await _fork(api, alice, origin["id"], agent_version=9)
-    assert missing.status_code == 404
+    assert missing.status_code == 422
+    assert [e["loc"] for e in missing.json()["errors"]] == [["body", "agent_version"]]
 
 
 async def _count(branching: Branching, column: Any, where: Any) -> int:

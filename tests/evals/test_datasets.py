@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -144,7 +145,12 @@ async def test_items_from_sessions_carry_input_reference_and_recorded_tools(
     foreign = await client.post(
         f"/datasets/{own['id']}/items:from-sessions", json={"session_ids": [session["id"]]}, headers=bob
     )
-    assert foreign.status_code == 404
+    unknown = await client.post(
+        f"/datasets/{own['id']}/items:from-sessions", json={"session_ids": [str(uuid.uuid4())]}, headers=bob
+    )
+    assert (foreign.status_code, unknown.status_code) == (422, 422)
+    assert [e["loc"] for e in foreign.json()["errors"]] == [["body", "session_ids"]]
+    assert foreign.json()["detail"] == f"Session {session['id']} not found"
     assert (await client.get(f"/datasets/{own['id']}", headers=bob)).json()["item_count"] == 0
 
 
