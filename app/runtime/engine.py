@@ -34,9 +34,9 @@ from app.runtime.port.events import Followed, LoggedEvent, Reconnect
 from app.runtime.port.journal import Supersedes, TurnIdentity
 from app.runtime.runs import resumed_run, started_run
 from app.runtime.store.admission import Admission, NoFreeSlot, too_many_turns
-from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.claims import ClaimStore
 from app.runtime.store.queue import QueueFull
+from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import message_row
 from app.runtime.stream import RECONNECT_MS
 from app.structured.schema import CLAUDE_SDK_NO_SCHEMA, OUTPUT_SCHEMA_UNSUPPORTED

@@ -29,7 +29,8 @@ from app.runtime.store.claims import Claimed, ClaimStore
 from app.runtime.store.notify import EventListener, request_cancel
 from app.runtime.store.queue import TurnQueue
 from app.runtime.store.runners import LEASE_SECONDS, Orphan
-from app.runtime.store.turns import TurnStore, end_unowned_turn
+from app.runtime.store.status import end_unowned_turn
+from app.runtime.store.turns import TurnStore
 from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ from typing import Any
 from app.providers.base import ChatMessage
 from app.runtime.port.journal import Continued, HumanDecision, TurnIdentity, TurnRun
 from app.runtime.store.admission import Admission
-from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.claims import Claimed, ClaimStore
 from app.runtime.store.quota import token_quota_of
+from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import TurnStore
 
 

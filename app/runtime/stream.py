@@ -34,7 +34,6 @@ from app.runtime.port.events import EventBody, Followed, LoggedEvent, Reconnect,
 from app.runtime.store.batch import (
     CEILINGS,
     EVENTS,
-    SEQ_BLOCK,
     Fence,
     Settle,
     StagedRow,
@@ -42,6 +41,7 @@ from app.runtime.store.batch import (
     ceiling_row,
     write_rows,
 )
+from app.runtime.store.status import SEQ_BLOCK
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_SECONDS = 0.2

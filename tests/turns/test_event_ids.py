@@ -19,7 +19,7 @@ from app.models import Turn, TurnEvent
 from app.providers.base import ToolCall
 from app.runtime.port.journal import Continued, TurnIdentity, TurnRun
 from app.runtime.runner import opening_event
-from app.runtime.store.batch import SEQ_BLOCK
+from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import TurnStore
 from app.runtime.stream import BatchFlusher, TurnStream, TurnWriter
 from app.tools.base import ToolResult

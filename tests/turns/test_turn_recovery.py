@@ -15,7 +15,7 @@ from sqlalchemy import insert, select, update
 from app.core.db import create_engine
 from app.models import Message, Session, Turn, TurnEvent, Usage
 from app.models.base import utcnow
-from app.runtime.store.batch import SEQ_BLOCK
+from app.runtime.store.status import SEQ_BLOCK
 from tests.conftest import make_settings, running_app
 from tests.sse import read_turn
 from tests.turns.support import POLL_TIMEOUT_SECONDS, scripted_session, wait_for_status

@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.sql import INTEGRITY_ERRORS, Sql, insert_rows
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.port.journal import ModelUsage, TurnIdentity
-from app.runtime.store.batch import SEQ_BLOCK, StagedRow
+from app.runtime.store.batch import StagedRow
+from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import (
     DECISIONS,
     MESSAGES,

@@ -20,7 +20,8 @@ from app.core.sql import Sql
 from app.models import Turn
 from app.providers.base import ChatMessage, ToolCall
 from app.runtime.port.journal import ModelUsage, TurnIdentity
-from app.runtime.store.batch import LEDGER, SEQ_BLOCK
+from app.runtime.store.batch import LEDGER
+from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import MESSAGES, USAGE, ledger_row, message_row, usage_row
 from app.runtime.stream import ABANDON, BatchFlusher, TurnStream, TurnWriter
 from app.turns.responses import sse_frames

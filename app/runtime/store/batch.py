@@ -66,6 +66,7 @@ from app.models import ToolExecution, Turn, TurnEvent
 from app.runtime.store.notify import CHANNEL
 from app.runtime.store.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
 from app.runtime.store.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
+from app.runtime.store.status import settle_query, settle_turn_update
 
 StagedRow = tuple[Table, dict[str, Any]]
 Shape = tuple[Table, tuple[str, ...]]
@@ -75,8 +76,6 @@ EVENTS: Table = TurnEvent.__table__  # type: ignore[assignment]
 CEILINGS = TURNS
 """A staged row on `turns` raises a running turn's `seq_ceiling` (`ceiling_row`); it inserts nothing."""
 CEILING_PREFIX = "c_"
-SEQ_BLOCK = 512
-"""Event ids a turn reserves at a time (`turns.seq_ceiling`): one write in about 256 events carries a raise."""
 CEILING_COLUMNS = ("turn_id", "tenant_id", "runner_id", "seq_ceiling")
 LEDGER: Table = ToolExecution.__table__  # type: ignore[assignment]
 KEEP_FIRST: dict[Table, str] = {LEDGER: "idempotency_key"}
@@ -257,27 +256,6 @@ async def _insert_group(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> N
         await sql.execute(_keep_first_query(table, tuple(row)), row)
 
 
-def _settle_update(columns: tuple[str, ...], fence: Any = None) -> Update:
-    turns = bare(TURNS)
-    runner = bindparam("settle_runner", type_=Uuid())
-    owned = turns.c.runner_id == runner if fence is None else turns.c.id.in_(select(fence.c.id))
-    return (
-        update(turns)
-        .where(
-            turns.c.id == bindparam("settle_turn_id"),
-            turns.c.status == "running",
-            or_(runner.is_(None), owned),
-        )
-        .values({c: bindparam(f"s_{c}") for c in columns})
-        .returning(turns.c.id)
-    )
-
-
-@lru_cache(maxsize=16)
-def settle_query(columns: tuple[str, ...]) -> Query:
-    return Query(_settle_update(columns))
-
-
 def _with_outbox(events: Insert, name: str) -> list[Any]:
     """The events' INSERT returning what it stored, and the webhook deliveries of those events."""
     stored = events.returning(*(events.table.c[c] for c in OUTBOX_EVENT_COLUMNS)).cte(name)  # type: ignore[attr-defined]
@@ -315,7 +293,7 @@ def write_query(
         raised_ids = select(func.array_agg(raised.c.id)).scalar_subquery()
     settled_count: Any = literal(1)
     if settle_columns is not None:
-        settled = _settle_update(settle_columns, fence).cte("settled")
+        settled = settle_turn_update(settle_columns, fence).cte("settled")
         if final is not None:
             table, columns = final
             target = bare(table)

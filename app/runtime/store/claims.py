@@ -25,15 +25,14 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.port.events import ContinueReason
 from app.runtime.port.journal import HumanDecision, TurnIdentity, event_key
-from app.runtime.store.batch import SEQ_BLOCK
 from app.runtime.store.runners import Orphan
-from app.runtime.store.turns import MAX_SEQ, MESSAGE_COLUMNS, RUN_COLUMNS, TURNS, chat_message
+from app.runtime.store.status import CLAIMED_COLUMNS, RESUME, SEQ_BLOCK
+from app.runtime.store.turns import MAX_SEQ, MESSAGE_COLUMNS, TURNS, chat_message
 
 REPEATABLE = ("tool_call.requested", "tool_call.completed", "node.started", "node.ended")
 """Events a continuation would emit again for work the lost run had begun (see `Continued.stored_events`)."""
 _turns = bare(TURNS)
 _STORED = bindparam("in_stored", type_=Integer())
-_CLAIMED = (_turns.c.id, _turns.c.session_id, _turns.c.seq_ceiling, *(_turns.c[c] for c in RUN_COLUMNS))
 CLAIM = Query(
     update(_turns)
     .where(
@@ -48,37 +47,12 @@ CLAIM = Query(
         updated_at=bindparam("now"),
         seq_ceiling=case((_turns.c.seq_ceiling > _STORED, _turns.c.seq_ceiling), else_=_STORED) + SEQ_BLOCK,
     )
-    .returning(*_CLAIMED)
+    .returning(*CLAIMED_COLUMNS)
 )
 """Take the turn from the dead runner (`in_dead`; NULL when handed over): a second claimant finds no row.
 
 The new ceiling is one block above everything the lost run may have shown: its ceiling, or a stored
 event above it (stored events are durable; `in_stored` is the max stored seq)."""
-RESUME = Query(
-    update(_turns)
-    .where(
-        _turns.c.tenant_id == bindparam("in_tenant"),
-        _turns.c.id == bindparam("in_turn"),
-        _turns.c.status == "interrupted",
-    )
-    .values(  # a resume is never refused for concurrency: it holds no slot (app/runtime/store/admission.py)
-        status="running",
-        resumed_by=bindparam("to_approval", type_=Uuid()),
-        runner_id=bindparam("to_runner"),
-        updated_at=bindparam("now"),
-        concurrency_slot=None,
-        seq_ceiling=_turns.c.last_seq + SEQ_BLOCK,
-    )
-    .returning(
-        *_CLAIMED,
-        _turns.c.last_seq,
-        _turns.c.loop_count,
-        _turns.c.input_tokens,
-        _turns.c.output_tokens,
-        _turns.c.resumed_by,
-    )  # fmt: skip
-)
-"""Move an interrupted turn back to `running` for this runner; no row if another decision did first."""
 _THIS_TURN = (Message.tenant_id == bindparam("tenant_id"), Message.turn_id == bindparam("turn_id"))
 TURN_MESSAGES = Query(select(*MESSAGE_COLUMNS).where(*_THIS_TURN).order_by(Message.id))
 TURN_USAGE = Query(

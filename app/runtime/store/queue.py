@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, exists, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, exists, or_, select
 from sqlalchemy.orm import aliased
 
 from app.core.sql import INTEGRITY_ERRORS, Query, Sql, bare, insert_rows
@@ -22,9 +22,9 @@ from app.models import ACTIVE_STATUSES, Turn
 from app.models.base import utcnow
 from app.providers.base import Attachment, ChatMessage
 from app.runtime.port.journal import TurnIdentity
-from app.runtime.store.admission import free_slot, slot_params
-from app.runtime.store.batch import SEQ_BLOCK
-from app.runtime.store.turns import MESSAGES, RUN_COLUMNS, TURNS, message_row
+from app.runtime.store.admission import slot_params
+from app.runtime.store.status import CANCEL_ONE, CANCEL_QUEUED, PROMOTE, SLOTTED_PROMOTE
+from app.runtime.store.turns import MESSAGES, TURNS, message_row
 
 MAX_QUEUED_PER_SESSION = 16
 
@@ -37,28 +37,6 @@ def _active(status: Any) -> ColumnElement[bool]:
     return or_(*(status == name for name in ACTIVE_STATUSES))
 
 
-_ahead = aliased(Turn)
-OLDEST_QUEUED = (
-    select(Turn.id)
-    .where(
-        Turn.tenant_id == bindparam("in_tenant"),
-        Turn.session_id == bindparam("in_session"),
-        Turn.status == "queued",
-    )
-    .order_by(Turn.created_at, Turn.id)
-    .limit(1)
-    .scalar_subquery()
-)
-_PROMOTE = (
-    update(_turns)
-    .where(_turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == OLDEST_QUEUED, _turns.c.status == "queued")
-    .values(status="running", runner_id=bindparam("to_runner"), updated_at=bindparam("now"), seq_ceiling=SEQ_BLOCK)
-    .returning(_turns.c.id, _turns.c.seq_ceiling, *(_turns.c[c] for c in RUN_COLUMNS))
-)
-PROMOTE = Query(_PROMOTE)
-_free = select(free_slot(TURNS, "in_tenant").c.slot)
-SLOTTED_PROMOTE = Query(_PROMOTE.values(concurrency_slot=_free.scalar_subquery()).where(_free.exists()))
-"""The promote of a tenant with `max_concurrent_turns`: the turn takes a free slot, or stays queued."""
 ACTIVE_TURN = Query(
     select(Turn.id).where(
         Turn.tenant_id == bindparam("tenant_id"),
@@ -73,28 +51,12 @@ ACTIVE = Query(
         _active(Turn.status),
     )
 )
-CANCEL_ONE = Query(
-    update(_turns)
-    .where(
-        _turns.c.tenant_id == bindparam("in_tenant"), _turns.c.id == bindparam("in_turn"), _turns.c.status == "queued"
-    )
-    .values(status="cancelled", updated_at=bindparam("now"), ended_at=bindparam("now"))
-)
 QUEUED_COUNT = Query(
     select(Turn.id).where(
         Turn.tenant_id == bindparam("tenant_id"), Turn.session_id == bindparam("session_id"), Turn.status == "queued"
     )
 )
-CANCEL_QUEUED = Query(
-    update(_turns)
-    .where(
-        _turns.c.tenant_id == bindparam("in_tenant"),
-        _turns.c.session_id == bindparam("in_session"),
-        _turns.c.status == "queued",
-    )
-    .values(status="cancelled", updated_at=bindparam("now"), ended_at=bindparam("now"))
-    .returning(_turns.c.id)
-)
+_ahead = aliased(Turn)
 STALLED = Query(
     select(Turn.tenant_id, Turn.session_id)
     .where(

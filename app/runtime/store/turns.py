@@ -18,10 +18,9 @@ import orjson
 from sqlalchemy import Integer, String, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.dml import Delete, Update
 
-from app.core.sql import AlchemySql, Query, Sql, bare, insert_rows
+from app.core.sql import Query, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
 from app.models import (
     Approval,
@@ -37,7 +36,7 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.providers.base import Attachment, ChatMessage, ToolCall
-from app.runtime.port.events import PLAN_EVENTS_LIKE, EndStatus, LoggedEvent, TurnEnded, stamp
+from app.runtime.port.events import PLAN_EVENTS_LIKE, LoggedEvent
 from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
 from app.runtime.store.admission import (
     SLOT_ATTEMPTS,
@@ -49,8 +48,6 @@ from app.runtime.store.admission import (
     with_tenant_admission,
 )
 from app.runtime.store.batch import LEDGER, Settle
-from app.runtime.store.notify import notify_followers
-from app.runtime.store.outbox import enqueue_in_transaction
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -61,11 +58,6 @@ SESSIONS: Table = Session.__table__  # type: ignore[assignment]
 SUMMARIES: Table = Summary.__table__  # type: ignore[assignment]
 DISPATCHED, COMPLETED = "dispatched", "completed"
 APPROVALS: Table = Approval.__table__  # type: ignore[assignment]
-RUN_COLUMNS = (
-    "input", "owner_sub", "max_loops", "max_output_tokens", "max_total_tokens", "mode", "max_steps", "output_schema",
-    "attachments",
-)  # fmt: skip
-"""What a turn's row gives the run that starts it later (a queued turn's promote, a continuation's claim)."""
 AUDIT: Table = AuditRecord.__table__  # type: ignore[assignment]
 
 
@@ -493,58 +485,3 @@ def ledger_row(
 
 async def load_history(sql: Sql, tenant_id: str, session_id: uuid.UUID) -> list[ChatMessage]:
     return [chat_message(r) for r in await sql.fetch(HISTORY, {"tenant_id": tenant_id, "session_id": session_id})]
-
-
-async def end_unowned_turn(
-    engine: AsyncEngine, tenant_id: str, turn_id: uuid.UUID, *, status: EndStatus, error: dict[str, str] | None
-) -> bool:
-    """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
-
-    Its pending approvals expire with it: a turn that has ended can no longer resume. A turn that
-    was `running` may have shown events its dead run never stored, up to its `seq_ceiling`, so its
-    closing event comes after the ceiling: sequence numbers are never reused, even after a crash.
-    False if the turn had already ended.
-    """
-    async with engine.begin() as conn:
-        this_turn = (Turn.tenant_id == tenant_id, Turn.id == turn_id)
-        before = (await conn.execute(select(Turn.status, Turn.seq_ceiling).where(*this_turn).with_for_update())).first()
-        if before is None or before.status not in ("running", "interrupted"):
-            return False
-        last = await conn.scalar(
-            select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
-        )
-        seq = max(int(last or 0), before.seq_ceiling if before.status == "running" else 0) + 1
-        row = (
-            await conn.execute(
-                update(Turn)
-                .where(*this_turn)
-                .values(status=status, error=error, ended_at=utcnow(), updated_at=utcnow(), last_seq=seq)
-                .returning(Turn.final_output, Turn.input_tokens, Turn.output_tokens, Turn.loop_count)
-            )
-        ).one()
-        ended = TurnEnded.of(
-            status,
-            final_output=row.final_output,
-            input_tokens=row.input_tokens,
-            output_tokens=row.output_tokens,
-            loop_count=row.loop_count,
-            error=error,
-        )
-        event = {
-            "turn_id": turn_id,
-            "seq": seq,
-            "tenant_id": tenant_id,
-            "type": ended.type,
-            "data": stamp(str(turn_id), seq, ended),
-            "created_at": utcnow(),
-        }
-        await conn.execute(insert(TurnEvent).values(event))
-        await enqueue_in_transaction(AlchemySql(engine, conn), [event])
-        await conn.execute(
-            update(Approval)
-            .where(Approval.tenant_id == tenant_id, Approval.turn_id == turn_id, Approval.status == "pending")
-            .values(status="expired")
-        )
-        if conn.dialect.name == "postgresql":
-            await notify_followers(conn, turn_id)
-    return True
