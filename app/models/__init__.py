@@ -14,6 +14,7 @@ from app.models.memory_item import MemoryItem
 from app.models.message import Message
 from app.models.policy_decision import PolicyDecision
 from app.models.quota_ledger import QuotaLedger
+from app.models.quota_reservation import QuotaReservation
 from app.models.runner import Runner
 from app.models.schedule import Schedule, ScheduleFiring
 from app.models.session import SESSION_STATUSES, Session
@@ -45,6 +46,7 @@ __all__ = [
     "Message",
     "PolicyDecision",
     "QuotaLedger",
+    "QuotaReservation",
     "Runner",
     "SESSION_STATUSES",
     "Schedule",

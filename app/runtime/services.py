@@ -105,7 +105,7 @@ class RunServices:
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,
-            quota=LedgerQuota(self._sql, run.ident.tenant_id, run.token_quota) if run.token_quota else None,
+            quota=LedgerQuota(self._sql, run.ident, run.token_quota) if run.token_quota else None,
             files=self.files,
         )
 

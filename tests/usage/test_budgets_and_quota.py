@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
 
-from app.governance.period import period_bounds
-from app.models import QuotaLedger, TurnEvent, Usage
+from app.models import TurnEvent, Usage
 from tests.approvals.helpers import decide, gated_config, run_turn
 from tests.conftest import make_settings, running_app
 from tests.factories import create_agent, create_session, scripted_config
 from tests.turns.support import POLL_TIMEOUT_SECONDS, slow_session
 from tests.usage.conftest import Api
-from tests.usage.support import put_limits
+from tests.usage.support import ledger, put_limits
 
 JSON = {"Accept": "application/json"}
 ENDLESS = {"text": "still working", "tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]}
@@ -43,19 +41,6 @@ async def _events(api: Api, headers: dict[str, str], turn_id: str, kind: str) ->
     response = await api.client.get(f"/turns/{turn_id}/events", headers=headers)
     frames = [block for block in response.text.split("\n\n") if f"event: {kind}\n" in block]
     return [json.loads(f.split("data: ", 1)[1]) for f in frames]
-
-
-async def _ledger(api: Api, tenant: str) -> tuple[int, int]:
-    start = period_bounds("day", datetime.now(UTC))[0]
-    async with api.app.state.container.engine.connect() as conn:
-        row = (
-            await conn.execute(
-                select(QuotaLedger.used, QuotaLedger.reserved).where(
-                    QuotaLedger.tenant_id == tenant, QuotaLedger.period_start == start
-                )
-            )
-        ).one()
-    return int(row.used), int(row.reserved)
 
 
 async def test_a_budget_spent_before_the_first_call_ends_the_turn_without_calling_the_model(
@@ -113,7 +98,7 @@ async def test_every_call_reserves_from_the_quota_and_settles_to_its_real_usage(
     await put_limits(api.client, admin, token_quota={"period": "day", "tokens": 1000})
     turn = await _turn(api, alice, await _session(api, alice, {"text": "five words of reply here"}))
     assert turn["status"] == "completed"
-    assert await _ledger(api, tenant) == (turn["usage"]["input_tokens"] + turn["usage"]["output_tokens"], 0)
+    assert await ledger(api, tenant) == (turn["usage"]["input_tokens"] + turn["usage"]["output_tokens"], 0)
 
 
 async def test_a_quota_spent_mid_turn_ends_it_budget_exceeded_with_quota_exceeded(
@@ -124,7 +109,7 @@ async def test_a_quota_spent_mid_turn_ends_it_budget_exceeded_with_quota_exceede
     assert turn["status"] == "budget_exceeded"
     assert turn["error"]["code"] == "quota_exceeded"
     assert turn["final_output"] == "still working"
-    used, reserved = await _ledger(api, tenant)
+    used, reserved = await ledger(api, tenant)
     assert (used, reserved) == (turn["usage"]["input_tokens"] + turn["usage"]["output_tokens"], 0)
     assert used >= 10
     refused = await api.client.post(
@@ -155,7 +140,7 @@ async def test_concurrent_turns_on_two_replicas_overspend_the_quota_by_at_most_o
     outcomes = [r.json().get("status") if r.status_code == 200 else r.status_code for r in responses]
     assert "completed" in outcomes
     assert any(o in (429, "budget_exceeded") for o in outcomes)
-    used, reserved = await _ledger(api, tenant)
+    used, reserved = await ledger(api, tenant)
     reservation = 6 + max_tokens  # the prompt ("You are a test agent." + "go") and the call's max_tokens
     assert reserved == 0
     assert used <= quota - 1 + reservation
@@ -196,7 +181,7 @@ async def test_a_cancelled_call_records_the_usage_it_streamed_and_settles_its_qu
             await conn.execute(select(Usage.input_tokens, Usage.output_tokens).where(Usage.turn_id == turn_id))
         ).all()
     assert [tuple(r) for r in rows] == [(6, len(streamed))]
-    assert await _ledger(api, tenant) == (6 + len(streamed), 0)
+    assert await ledger(api, tenant) == (6 + len(streamed), 0)
 
 
 async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
@@ -206,9 +191,9 @@ async def test_an_approval_interrupt_and_its_resume_leave_no_quota_reserved(
     _, frames = await run_turn(api.client, alice, gated_config())
     ended = frames[-1].data
     assert ended["status"] == "interrupted"
-    assert await _ledger(api, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
+    assert await ledger(api, tenant) == (ended["usage"]["input_tokens"] + ended["usage"]["output_tokens"], 0)
 
     [required] = [f for f in frames if f.event == "approval.required"]
     resumed = (await decide(api.client, alice, required.data["approval_id"]))[-1].data
     assert resumed["status"] == "completed"
-    assert await _ledger(api, tenant) == (resumed["usage"]["input_tokens"] + resumed["usage"]["output_tokens"], 0)
+    assert await ledger(api, tenant) == (resumed["usage"]["input_tokens"] + resumed["usage"]["output_tokens"], 0)

@@ -66,6 +66,8 @@ class QuotaHold:
     tenant_id: str
     period_start: datetime
     tokens: int
+    id: uuid.UUID
+    """Its row in `quota_reservations`: whoever deletes it (the settle, a continuation) releases it."""
 
 
 class FileReader(Protocol):

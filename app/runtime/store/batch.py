@@ -65,7 +65,7 @@ from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import ToolExecution, Turn, TurnEvent
 from app.runtime.store.notify import CHANNEL
 from app.runtime.store.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
-from app.runtime.store.quota import QUOTA_LEDGER, merged, settle_each, settle_params, settle_update
+from app.runtime.store.quota import QUOTA_LEDGER, settle_ctes, settle_each, settle_params
 from app.runtime.store.status import settle_query, settle_turn_update
 
 StagedRow = tuple[Table, dict[str, Any]]
@@ -121,13 +121,13 @@ class Settle:
 
 
 def _split(rows: Sequence[StagedRow]) -> tuple[list[StagedRow], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows to insert, the quota settlements among them (merged per ledger row), and the ceiling raises."""
+    """Rows to insert, the quota settlements among them, and the ceiling raises."""
     if not any(table is QUOTA_LEDGER or table is CEILINGS for table, _ in rows):
         return list(rows), [], []
     settlements = [row for table, row in rows if table is QUOTA_LEDGER]
     ceilings = [row for table, row in rows if table is CEILINGS]
     inserts = [staged for staged in rows if staged[0] is not QUOTA_LEDGER and staged[0] is not CEILINGS]
-    return inserts, merged(settlements) if settlements else [], ceilings
+    return inserts, settlements, ceilings
 
 
 def _raise_ceiling(turns: Any, turn_id: Any, tenant_id: Any, runner_id: Any, ceiling: Any, fence: Any = None) -> Update:
@@ -285,7 +285,7 @@ def write_query(
         rows = _unnest_insert(table, columns, f"g{i}_", fence)
         ctes += _with_outbox(rows, f"g{i}") if table is EVENTS else [rows.cte(f"g{i}")]
     if quota:
-        ctes.append(settle_update(QUOTA_PREFIX).cte("quota"))
+        ctes += settle_ctes(QUOTA_PREFIX)
     raised_ids: Any = null()
     if ceilings:
         raised = _ceilings_update(fence).cte("raised")

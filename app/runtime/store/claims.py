@@ -25,6 +25,7 @@ from app.models.base import utcnow
 from app.providers.base import ChatMessage
 from app.runtime.port.events import ContinueReason
 from app.runtime.port.journal import HumanDecision, TurnIdentity, event_key
+from app.runtime.store.quota import release_turn
 from app.runtime.store.runners import Orphan
 from app.runtime.store.status import CLAIMED_COLUMNS, RESUME, SEQ_BLOCK
 from app.runtime.store.turns import MAX_SEQ, MESSAGE_COLUMNS, TURNS, chat_message
@@ -126,7 +127,10 @@ class ClaimStore:
         self.sql = sql
 
     async def claim(self, orphan: Orphan, me: uuid.UUID) -> Claimed | None:
-        """Take `orphan` for runner `me`; None if another replica (or a cancel) got there first."""
+        """Take `orphan` for runner `me`; None if another replica (or a cancel) got there first.
+
+        The quota reservations the lost run still held are given back in the same transaction: the
+        continuation reserves anew for the calls it makes."""
         params = {"tenant_id": orphan.tenant_id, "turn_id": orphan.turn_id}
         async with self.sql.transaction() as tx:
             stored = int(await tx.fetchval(MAX_SEQ, params) or 0)
@@ -137,6 +141,8 @@ class ClaimStore:
                     "to_runner": me, "now": utcnow(), "in_stored": stored,
                 },
             )  # fmt: skip
+            if row is not None:
+                await release_turn(tx, orphan.tenant_id, orphan.turn_id)
         return None if row is None else Claimed(orphan, row, stored)
 
     async def resume(

@@ -32,6 +32,7 @@ from app.runtime.port.events import EndStatus, TurnEnded, stamp
 from app.runtime.store.admission import free_slot
 from app.runtime.store.notify import notify_followers
 from app.runtime.store.outbox import enqueue_in_transaction
+from app.runtime.store.quota import release_turn
 
 TURNS: Table = Turn.__table__  # type: ignore[assignment]
 _turns = bare(TURNS)
@@ -140,7 +141,8 @@ async def end_unowned_turn(
 ) -> bool:
     """End a running or interrupted turn that no task of this process runs (a crash, a cancel).
 
-    Its pending approvals expire with it: a turn that has ended can no longer resume. A turn that
+    Its pending approvals expire with it: a turn that has ended can no longer resume, and the quota
+    reservations of a model call its lost run was in are given back. A turn that
     was `running` may have shown events its dead run never stored, up to its `seq_ceiling`, so its
     closing event comes after the ceiling: sequence numbers are never reused, even after a crash.
     False if the turn had already ended.
@@ -154,6 +156,7 @@ async def end_unowned_turn(
             select(func.max(TurnEvent.seq)).where(TurnEvent.tenant_id == tenant_id, TurnEvent.turn_id == turn_id)
         )
         seq = max(int(last or 0), before.seq_ceiling if before.status == "running" else 0) + 1
+        await release_turn(AlchemySql(engine, conn), tenant_id, turn_id)
         row = (
             await conn.execute(
                 update(Turn)
