@@ -111,6 +111,17 @@ async def app_and_client(settings: Settings) -> AsyncIterator[tuple[FastAPI, htt
         yield pair
 
 
+@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
+async def backend_app(
+    request: pytest.FixtureRequest, database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    """An app of the module's own on each backend: the shared PostgreSQL database, then a SQLite file."""
+    folder: Path = tmp_path_factory.mktemp(request.param)
+    url = database_url if request.param == "postgresql" else f"sqlite+aiosqlite:///{folder / 'app.db'}"
+    async with running_app(make_settings(url, folder)) as pair:
+        yield pair
+
+
 @pytest.fixture(params=["postgresql", "sqlite"])
 async def any_backend(
     request: pytest.FixtureRequest, client: httpx.AsyncClient, tmp_path: Path

@@ -195,9 +195,7 @@ class TurnEngine:
         user_message = message_row(ident, ChatMessage(role="user", content=request.input, attachments=attachments))
         ceiling = Admission.of(session).ceilings.max_concurrent_turns
         history = await self._store.start_turn(turn, user_message, max_concurrent=ceiling)
-        run = started_run(ident, session, turn, history)
-        run.supersedes = request.supersedes
-        stream = self.manager.launch(run)
+        stream = self.manager.launch(started_run(ident, session, turn, history, request.supersedes))
         return Started(ident.turn_id, stream.first_seq, stream.follow)
 
     async def _enqueue(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.providers.base import ChatMessage
-from app.runtime.port.journal import Continued, HumanDecision, TurnIdentity, TurnRun
+from app.runtime.port.journal import Continued, HumanDecision, Supersedes, TurnIdentity, TurnRun
 from app.runtime.store.admission import Admission
 from app.runtime.store.claims import Claimed, ClaimStore
 from app.runtime.store.quota import token_quota_of
@@ -42,10 +42,15 @@ def run_of(
 
 
 def started_run(
-    ident: TurnIdentity, session: Mapping[str, Any], turn: Mapping[str, Any], history: list[ChatMessage]
+    ident: TurnIdentity,
+    session: Mapping[str, Any],
+    turn: Mapping[str, Any],
+    history: list[ChatMessage],
+    supersedes: Supersedes | None = None,
 ) -> TurnRun:
-    """A turn that starts now (new, or queued until now): from the beginning, with its first block of ids."""
-    return run_of(ident, session, turn, history, seq_ceiling=int(turn["seq_ceiling"]))
+    """A turn that starts now (new, or queued until now): from the beginning, with its first block of ids;
+    `supersedes`: the answer it replaces (a regenerate)."""
+    return run_of(ident, session, turn, history, seq_ceiling=int(turn["seq_ceiling"]), supersedes=supersedes)
 
 
 async def resumed_run(

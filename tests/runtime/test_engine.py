@@ -1,7 +1,7 @@
 """The engine's front door, called directly: start, follow (typed events), resume, cancel, close.
 
 The agents and sessions are made through the API (they are not the engine's); everything about the
-turn goes through `TurnEngine` alone, as the resources do.
+turn goes through `TurnEngine` alone, as the resources do. Every test runs on both backends.
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ GATED = scripted_config(
     {"text": "the answer is 42"},
     policies=[{"id": "gate", "point": "tool", "tool": "calculator", "verdict": "requires_approval"}],
 )
+
+
+@pytest.fixture(scope="module")
+def app_and_client(backend_app: tuple[FastAPI, httpx.AsyncClient]) -> tuple[FastAPI, httpx.AsyncClient]:
+    return backend_app
 
 
 def engine_of(app: FastAPI) -> TurnEngine:

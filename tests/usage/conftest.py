@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.conftest import TokenFactory, make_settings, running_app
+from tests.conftest import TokenFactory
 
 
 @dataclass
@@ -20,14 +18,10 @@ class Api:
     backend: str
 
 
-@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
-async def api(
-    request: pytest.FixtureRequest, database_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Api]:
-    folder: Path = tmp_path_factory.mktemp("usage")
-    url = database_url if request.param == "postgresql" else f"sqlite+aiosqlite:///{folder / 'usage.db'}"
-    async with running_app(make_settings(url, folder)) as (app, client):
-        yield Api(app, client, request.param)
+@pytest.fixture(scope="module")
+def api(backend_app: tuple[FastAPI, httpx.AsyncClient]) -> Api:
+    app, client = backend_app
+    return Api(app, client, app.state.container.engine.dialect.name)
 
 
 @pytest.fixture
