@@ -30,6 +30,11 @@ class BenchDatabase:
         self._dsn = asyncpg_dsn(url.set(database=self.name))
         self.created = False
 
+    @property
+    def dsn(self) -> str:
+        """The bench database itself, for asyncpg."""
+        return self._dsn
+
     async def _admin(self, sql: str) -> None:
         conn = await asyncpg.connect(self._admin_dsn, timeout=10)
         try:
