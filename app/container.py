@@ -1,7 +1,7 @@
 """The application's long-lived collaborators, built once by the lifespan and read by dependencies.
 
 Built only when every part exists, and frozen: a dependency never meets a half-built state, and
-nothing needs an `Optional` checked at each use.
+nothing needs an `Optional` checked at each use (except `claude_sdk`, an optional install).
 """
 
 from __future__ import annotations

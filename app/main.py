@@ -245,7 +245,7 @@ def _claude_sdk(settings: Settings, endpoints: CredentialResolver) -> ClaudeSdkR
     except ImportError as exc:
         if not sdk_missing(exc):
             raise
-        log.info("claude-agent-sdk is not installed: the claude_sdk runtime is not available")
+        log.info(NOT_INSTALLED)
         return None
     config = settings.claude_sdk
     return ClaudeSdkRuntime(

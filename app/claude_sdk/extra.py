@@ -1,6 +1,7 @@
 """The `claude` extra: claude-agent-sdk, which bundles the Claude Code CLI (most of an install's size),
-is not a dependency of the service. Without it the `claude_sdk` runtime is not registered (app/main.py):
-agents cannot choose it and a turn of one that did fails with `runtime_unavailable`.
+is not a dependency of the service. Without it app/main.py puts an `UnavailableRuntime` in the
+`claude_sdk` runtime's place: agents cannot choose it, and a turn of one that did fails with
+`runtime_unavailable`.
 
 This module imports nothing of the SDK, so it can be asked whether the SDK is there."""
 
