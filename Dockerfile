@@ -1,17 +1,26 @@
 # agent-runtime: one image for the service and its `migrate` step.
 #   docker build -t agent-runtime .
 #   docker run -p 8000:8000 -v agent-runtime-data:/data agent-runtime      (embedded SQLite)
-# The image carries the `claude_sdk` runtime: claude-agent-sdk (pinned in requirements.lock) bundles the
-# Claude Code CLI, about 385 MB of the image's ~700 MB virtualenv; the other runtimes do not need it.
+# The `claude_sdk` runtime is a choice: claude-agent-sdk bundles the Claude Code CLI, 385 MB installed
+# (a 170 MB wheel) on top of the service's 320 MB virtualenv. Without it agents cannot choose that runtime
+# (422 runtime_unavailable); with it:
+#   docker build --build-arg WITH_CLAUDE=true -t agent-runtime:claude .
 FROM python:3.11-slim AS build
+ARG WITH_CLAUDE=false
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
-# requirements.lock pins every distribution (with hashes) the service and its `otlp` extra need; it is
-# made by `make lock` from pyproject.toml. The project itself goes in without resolving anything again.
-COPY requirements.lock ./
-RUN pip install --require-hashes --no-deps -r requirements.lock
+# requirements.lock pins every distribution (with hashes) the service and its `otlp` extra need, and
+# requirements-claude.lock the same with the `claude` extra; `make lock` makes both from pyproject.toml.
+# The project itself goes in without resolving anything again.
+COPY requirements.lock requirements-claude.lock ./
+RUN case "$WITH_CLAUDE" in \
+      true) lock=requirements-claude.lock ;; \
+      false) lock=requirements.lock ;; \
+      *) echo "WITH_CLAUDE must be true or false, not '$WITH_CLAUDE'" >&2; exit 1 ;; \
+    esac \
+ && pip install --require-hashes --no-deps -r "$lock"
 COPY pyproject.toml README.md ./
 COPY app ./app
 RUN pip install --no-deps . && pip check

@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# `make run` installs what the service needs (no test, lint or browser tooling: about 300 MB less
-# than the dev extra); `make test` and the targets below install the dev extra.
+# `make run` installs what the service needs (about 320 MB), without the `claude` extra (claude-agent-sdk,
+# 385 MB: the claude_sdk runtime) and the test, lint and browser tooling. `make install`, `make test` and
+# the targets below install the dev extra (about 1 GB), which includes the `claude` extra.
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -46,11 +47,13 @@ bench: $(STAMP)
 bench-compaction: $(STAMP)
 	$(BIN)/python -m bench.compaction $(BENCH_ARGS)
 
-# The image's pinned dependencies (Dockerfile): the service and its `otlp` extra, for CPython 3.11 on
-# any platform, with hashes. Re-run after changing the dependencies in pyproject.toml.
+# The image's pinned dependencies (Dockerfile): the service and its `otlp` extra (requirements.lock),
+# and the same with the `claude` extra (requirements-claude.lock, the image built with WITH_CLAUDE=true),
+# for CPython 3.11 on any platform, with hashes. Re-run after changing the dependencies in pyproject.toml.
+LOCK := $(BIN)/uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 --generate-hashes --no-header --quiet
 lock: $(STAMP)
-	$(BIN)/uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 \
-	  --generate-hashes --no-header --quiet -o requirements.lock
+	$(LOCK) -o requirements.lock
+	$(LOCK) --extra claude -o requirements-claude.lock
 
 # The README's pictures of the web page, taken by its browser tests (tests/web).
 screenshots: $(STAMP) browser

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from fastapi import FastAPI
@@ -21,8 +22,8 @@ from app.auth.signing import SigningKeys
 from app.auth.verify import JwksCache, TokenVerifier
 from app.autonomy.runtime import AutonomousRuntime
 from app.branching.router import router as branching_router
+from app.claude_sdk.extra import NOT_INSTALLED, sdk_missing
 from app.claude_sdk.pool import ClientPool
-from app.claude_sdk.runtime import ClaudeSdkRuntime
 from app.container import AppState
 from app.context.engine_client import ContextEngineClient
 from app.core import tracing
@@ -59,7 +60,7 @@ from app.runtime.engine import TurnEngine
 from app.runtime.manager import TurnManager
 from app.runtime.port.events import FRAME_SCHEMA_NAME, GENERIC_FRAME_SCHEMA, GENERIC_FRAME_SCHEMA_NAME, event_schemas
 from app.runtime.port.journal import TurnRuntime
-from app.runtime.services import Outbound, RunServices
+from app.runtime.services import Outbound, RunServices, UnavailableRuntime
 from app.schedules.router import router as schedules_router
 from app.schedules.worker import ScheduleWorker
 from app.secrets.box import SecretBox
@@ -78,6 +79,11 @@ from app.web.router import router as web_router
 from app.webhooks.router import router as webhooks_router
 from app.webhooks.secrets import WebhookSecrets
 from app.webhooks.worker import DeliveryWorker, WorkerConfig
+
+if TYPE_CHECKING:
+    from app.claude_sdk.runtime import ClaudeSdkRuntime
+
+log = logging.getLogger(__name__)
 
 
 def build_verifier(settings: Settings, http: httpx.AsyncClient) -> TokenVerifier:
@@ -147,7 +153,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         turns,
         session_factory,
         autonomy_enabled=settings.autonomy_enabled,
-        session_runtimes={"claude_sdk": claude_sdk},
+        session_runtimes={"claude_sdk": claude_sdk} if claude_sdk is not None else {},
         expiry=SessionExpiry(session_factory, IdleTtl(settings.lifecycle.session_idle_ttl_seconds)),
         attachments=FileAttachments(session_factory),
     )
@@ -169,7 +175,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         claude_sdk=claude_sdk,
     )
     await turns.start()
-    claude_sdk.pool.start_reaper()
+    if claude_sdk is not None:
+        claude_sdk.pool.start_reaper()
     deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
     deliveries.start()
     sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns, FileStore(settings.files.store_dir))
@@ -189,7 +196,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await sweeper.stop()
         await deliveries.close()
         await turns.shutdown()
-        await claude_sdk.pool.close_all()
+        if claude_sdk is not None:
+            await claude_sdk.pool.close_all()
         if outbound.gateway is not None:
             await outbound.gateway.aclose()
         await provider_clients.aclose()
@@ -219,18 +227,26 @@ def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolve
     return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
 
 
-def _runtimes(claude_sdk: ClaudeSdkRuntime) -> dict[str, TurnRuntime]:
-    """The runtimes by name; `NAME+autonomous` runs PLAN / PURSUE over runtime NAME (app/autonomy)."""
+def _runtimes(claude_sdk: ClaudeSdkRuntime | None) -> dict[str, TurnRuntime]:
+    """The runtimes by name; `NAME+autonomous` runs PLAN / PURSUE over runtime NAME (app/autonomy).
+    Without the `claude` extra, `claude_sdk` turns fail at once and say how to install it."""
     langgraph = LangGraphRuntime()
-    return {
-        "langgraph": langgraph,
-        "langgraph+autonomous": AutonomousRuntime(langgraph),
-        "claude_sdk": claude_sdk,
-        "claude_sdk+autonomous": AutonomousRuntime(claude_sdk),
-    }
+    runtimes: dict[str, TurnRuntime] = {"langgraph": langgraph, "langgraph+autonomous": AutonomousRuntime(langgraph)}
+    if claude_sdk is None:
+        missing = UnavailableRuntime("claude_sdk", NOT_INSTALLED)
+        return runtimes | {"claude_sdk": missing, "claude_sdk+autonomous": missing}
+    return runtimes | {"claude_sdk": claude_sdk, "claude_sdk+autonomous": AutonomousRuntime(claude_sdk)}
 
 
-def _claude_sdk(settings: Settings, endpoints: CredentialResolver) -> ClaudeSdkRuntime:
+def _claude_sdk(settings: Settings, endpoints: CredentialResolver) -> ClaudeSdkRuntime | None:
+    """None without the `claude` extra (claude-agent-sdk): the service runs its other runtimes."""
+    try:
+        from app.claude_sdk.runtime import ClaudeSdkRuntime
+    except ImportError as exc:
+        if not sdk_missing(exc):
+            raise
+        log.info(NOT_INSTALLED)
+        return None
     config = settings.claude_sdk
     return ClaudeSdkRuntime(
         pool=ClientPool(max_sessions=config.max_sessions, idle_seconds=config.idle_seconds),

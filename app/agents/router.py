@@ -16,7 +16,7 @@ router = APIRouter(prefix="/agents", tags=["agents"], responses=problem_response
 
 
 async def get_service(db: SessionDep, principal: CurrentPrincipal, container: ContainerDep) -> AgentService:
-    return AgentService(db, principal, gateway_configured=bool(container.settings.mcp_gateway.url))
+    return AgentService.of(db, principal, container)
 
 
 Service = Annotated[AgentService, Depends(get_service)]

@@ -12,6 +12,8 @@ from app.agents import schemas
 from app.agents.config import AgentConfig
 from app.agents.repository import AgentRepository, AgentVersionRepository
 from app.auth.principal import Principal
+from app.claude_sdk.extra import NOT_INSTALLED, RUNTIME_UNAVAILABLE
+from app.container import AppState
 from app.core.merge_patch import merge_patch
 from app.core.pagination import Page, page_of
 from app.errors import InvalidDocument, NotFound, RuleViolation
@@ -22,15 +24,30 @@ from app.usage.service import LimitsService
 
 
 class AgentService:
-    def __init__(self, db: AsyncSession, principal: Principal, *, gateway_configured: bool) -> None:
+    def __init__(
+        self, db: AsyncSession, principal: Principal, *, gateway_configured: bool, claude_sdk_installed: bool
+    ) -> None:
         self.principal = principal
         self.agents = AgentRepository(db, principal.tenant_id)
         self.versions = AgentVersionRepository(db, principal.tenant_id)
         self.limits = LimitsService(db, principal)
         self.gateway_configured = gateway_configured
+        self.claude_sdk_installed = claude_sdk_installed
+
+    @classmethod
+    def of(cls, db: AsyncSession, principal: Principal, state: AppState) -> AgentService:
+        """The service under this deployment's rules (its MCP gateway, its runtimes)."""
+        return cls(
+            db,
+            principal,
+            gateway_configured=bool(state.settings.mcp_gateway.url),
+            claude_sdk_installed=state.claude_sdk is not None,
+        )
 
     async def _check(self, config: AgentConfig) -> None:
         """Rules of the deployment and the tenant that a valid configuration must also meet."""
+        if config.runtime == "claude_sdk" and not self.claude_sdk_installed:
+            raise RuleViolation(RUNTIME_UNAVAILABLE, NOT_INSTALLED)
         servers = [ref for ref in config.tools if ref.startswith("mcp:")]
         if servers and not self.gateway_configured:
             raise RuleViolation(

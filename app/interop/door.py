@@ -94,7 +94,7 @@ class Door:
         return agent
 
     def _agent_service(self, db: AsyncSession) -> AgentService:
-        return AgentService(db, self.principal, gateway_configured=bool(self.container.settings.mcp_gateway.url))
+        return AgentService.of(db, self.principal, self.container)
 
     async def session(self, agent_id: uuid.UUID, name: str | None, *, version: int | None = None) -> uuid.UUID:
         """The caller's session on the agent that `name` names: its id, or its `external_id` (get-or-create);

@@ -118,12 +118,12 @@ class RunServices:
 class UnavailableRuntime:
     """Stands in for a runtime this process does not have: the run fails at once, with a reason."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, reason: str | None = None) -> None:
         self.name = name
+        self.reason = reason or f"runtime {name!r} is not available in this service"
 
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
-        error = {"code": "runtime_unavailable", "message": f"runtime {self.name!r} is not available in this service"}
-        yield Progress(status="failed", error=error)
+        yield Progress(status="failed", error={"code": "runtime_unavailable", "message": self.reason})
 
 
 def _bind(credentials: TurnCredentials, audience: str) -> Any:
