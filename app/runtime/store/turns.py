@@ -15,12 +15,12 @@ from typing import Any
 
 import asyncpg
 import orjson
-from sqlalchemy import Integer, String, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import Integer, String, Table, bindparam, delete, func, insert, literal, or_, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import Delete, Update
 
-from app.core.sql import Query, Sql, bare, insert_rows
+from app.core.sql import Query, Row, Sql, bare, insert_rows
 from app.governance.policy import Decision, arguments_hash
 from app.models import (
     Approval,
@@ -35,6 +35,7 @@ from app.models import (
     Usage,
 )
 from app.models.base import utcnow
+from app.models.turn import ACTIVE_STATUSES
 from app.providers.base import Attachment, ChatMessage, ToolCall
 from app.runtime.port.events import PLAN_EVENTS_LIKE, LoggedEvent
 from app.runtime.port.journal import ApprovalRequest, ModelUsage, TurnIdentity
@@ -247,11 +248,19 @@ PLAN_EVENTS = Query(
 @lru_cache(maxsize=8)
 def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, ...], slotted: bool) -> Query:
     """PostgreSQL: the turn, its user message and the session's `last_active_at` in one statement
-    (data-modifying CTEs); a turn that regenerates another (`supersedes_turn_id`) puts that turn's
-    messages aside and drops its summaries in the same statement, only if the new turn was stored.
+    (data-modifying CTEs) that returns the conversation the turn starts from; a turn that regenerates
+    another (`supersedes_turn_id`) puts that turn's messages aside and drops its summaries in the same
+    statement, only if the new turn was stored.
 
     Message parameters are prefixed `m_`; the message takes the new turn's id. `slotted`: the turn
-    takes a free concurrency slot, or nothing is inserted (app/runtime/store/admission.py).
+    takes a free concurrency slot, or nothing is inserted and no row comes back
+    (app/runtime/store/admission.py).
+
+    The rows are the session's history as the statement's snapshot saw it, then the new message
+    (sub-statements do not see each other's rows). The new message's row says `stale` when that
+    snapshot still saw another active turn of the session: it ended between the snapshot and the
+    insert (the one-active-turn index reads the newest rows), so its last messages may be missing and
+    the history is read again (`TurnStore.start_turn`).
     """
     turns, messages = bare(TURNS), bare(MESSAGES)
     turn_insert = (
@@ -263,13 +272,35 @@ def start_turn_query(turn_columns: tuple[str, ...], message_columns: tuple[str, 
     columns = [c for c in message_columns if c != "turn_id"]
     values = [bindparam(f"m_{c}", type_=messages.c[c].type) for c in columns]
     touched = _TOUCH_SESSION.statement.cte("touched")  # type: ignore[attr-defined]
-    statement = insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).add_cte(touched)
+    read = [messages.c.id, *(messages.c[c.key] for c in MESSAGE_COLUMNS)]
+    new_message = (
+        insert(messages).from_select([*columns, "turn_id"], select(*values, new_turn.c.id)).returning(*read)
+    ).cte("new_message")
+    ctes = [touched, new_message]
+    conversation = [
+        messages.c.tenant_id == bindparam("tenant_id"),
+        messages.c.session_id == bindparam("session_id"),
+        messages.c.superseded_by_turn_id.is_(None),
+        select(new_message.c.id).exists(),
+    ]
     if "supersedes_turn_id" in turn_columns:
         stored = select(new_turn.c.id).exists()
-        statement = statement.add_cte(
-            _supersede_messages().where(stored).cte("put_aside"), _drop_summaries().where(stored).cte("dropped")
+        ctes += [_supersede_messages().where(stored).cte("put_aside"), _drop_summaries().where(stored).cte("dropped")]
+        conversation.append(messages.c.turn_id.is_distinct_from(bindparam("s_old")))
+    other_active = (
+        select(turns.c.id)
+        .where(
+            turns.c.tenant_id == bindparam("tenant_id"),
+            turns.c.session_id == bindparam("session_id"),
+            or_(*(turns.c.status == status for status in ACTIVE_STATUSES)),
+            turns.c.id != bindparam("id"),
         )
-    return Query(statement)
+        .exists()
+    )
+    history = select(*read, literal(False).label("stale")).where(*conversation)
+    started = select(*new_message.c, other_active.label("stale"))
+    everything = union_all(history, started).subquery("conversation")
+    return Query(select(everything).add_cte(*ctes).order_by(everything.c.id))
 
 
 def _supersede_messages() -> Update:
@@ -372,21 +403,23 @@ class TurnStore:
     async def start_turn(
         self, turn: dict[str, Any], message: dict[str, Any], *, max_concurrent: int | None = None
     ) -> list[ChatMessage]:
-        """Insert a turn with its user message atomically, then read the session's history.
+        """Insert a turn with its user message atomically; the session's history, the message last.
 
-        On PostgreSQL the two inserts are one statement with no BEGIN/COMMIT; elsewhere they share a
-        transaction. The partial unique index on active turns rejects a second active turn of the
-        session: one of `app.core.sql.INTEGRITY_ERRORS` is raised. With `max_concurrent`, the turn
-        takes one of the tenant's concurrency slots; `NoFreeSlot` if none is free (nothing stored).
+        On PostgreSQL the inserts and the history are one statement with no BEGIN/COMMIT
+        (`start_turn_query`); elsewhere the inserts share a transaction and the history is read after.
+        The partial unique index on active turns rejects a second active turn of the session: one of
+        `app.core.sql.INTEGRITY_ERRORS` is raised. With `max_concurrent`, the turn takes one of the
+        tenant's concurrency slots; `NoFreeSlot` if none is free (nothing stored).
         """
         slotted = max_concurrent is not None
         slots = slot_params(max_concurrent) if max_concurrent is not None else {}
+        rows: list[Row] = []
         if self.sql.dialect == "postgresql":
             query = start_turn_query(tuple(turn), tuple(message), slotted)
             params = {**turn, **{f"m_{c}": v for c, v in message.items()}, **_touch(turn), **_superseding(turn)}
             for attempt in range(SLOT_ATTEMPTS):
                 try:
-                    if not await self.sql.execute(query, {**params, **slots}):
+                    if not (rows := await self.sql.fetch(query, {**params, **slots})):
                         raise NoFreeSlot(max_concurrent)
                     break
                 except asyncpg.UniqueViolationError as exc:
@@ -406,6 +439,8 @@ class TurnStore:
                 if superseding := _superseding(turn):
                     await tx.execute(_SUPERSEDE, superseding)
                     await tx.execute(_DROP_SUMMARIES, superseding)
+        if rows and not rows[-1]["stale"]:
+            return [chat_message(row) for row in rows]
         return await load_history(self.sql, turn["tenant_id"], turn["session_id"])
 
     async def ledger_get(self, tenant_id: str, key: str) -> ToolResult | None:
