@@ -4,6 +4,13 @@ A config's URL is judged as a webhook's (app/core/outbound.py, `WEBHOOK_ALLOWED_
 set, and again before every delivery (app/webhooks/worker.py). Its `token` and
 `authentication.credentials` are sealed with the webhook secrets' key, bound to the row, and never
 read back: get and list show the id, the URL and the authentication schemes only.
+
+A config is stored after its task began (a message's config registers on the task the message made).
+The task's next state change is delivered by the write that stores it, which reads the configs of
+its task in the same statement; a change stored before the config is caught up on when it is saved
+(`PushConfigRepository.catch_up`). What is left is a write whose statement began before the config's
+commit and committed after the catch-up read (a few milliseconds on PostgreSQL): that one state is not
+pushed, the next one is (docs/decisions.md).
 """
 
 from __future__ import annotations

@@ -10,9 +10,12 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.core.repository import TenantRepository
-from app.models import A2aPushConfig, TurnEvent, WebhookDelivery
+from app.models import A2aPushConfig, Turn, TurnEvent, WebhookDelivery
 from app.models.a2a_push_config import PUSHED_EVENT
 from app.models.base import utcnow
+
+RESTLESS = ("queued", "running")
+"""A task in these states has no state change to catch up on: its next one is delivered by its write."""
 
 
 class PushConfigRepository(TenantRepository[A2aPushConfig]):
@@ -35,15 +38,18 @@ class PushConfigRepository(TenantRepository[A2aPushConfig]):
         return bool((await self.session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
     async def catch_up(self, config: A2aPushConfig) -> None:
-        """A delivery of the task's latest `turn.ended` to `config`, unless the write that stored the
-        event already made it (same config, turn and seq): a config registered after the change hears it."""
+        """A delivery of the task's latest `turn.ended` to `config` while the task rests in that state
+        (not running again), unless the write that stored the event already made it (same config, turn
+        and seq): a config registered after the change hears it."""
         latest = (
             await self.session.execute(
                 select(TurnEvent.seq, TurnEvent.data)
+                .join(Turn, Turn.id == TurnEvent.turn_id)
                 .where(
                     TurnEvent.tenant_id == self.tenant_id,
                     TurnEvent.turn_id == config.turn_id,
                     TurnEvent.type == PUSHED_EVENT,
+                    Turn.status.not_in(RESTLESS),
                 )
                 .order_by(TurnEvent.seq.desc())
                 .limit(1)
