@@ -76,7 +76,6 @@ class Outbox:
                 DELIVERIES.c.tenant_id,
                 DELIVERIES.c.webhook_id,
                 DELIVERIES.c.push_config_id,
-                DELIVERIES.c.turn_id,
                 DELIVERIES.c.payload,
                 DELIVERIES.c.attempts,
                 DELIVERIES.c.created_at,

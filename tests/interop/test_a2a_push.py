@@ -24,6 +24,7 @@ from a2a.types import (
     Part,
     PushNotificationAuthenticationInfo,
     PushNotificationConfig,
+    TaskIdParams,
     TaskPushNotificationConfig,
     TaskQueryParams,
     TaskState,
@@ -265,3 +266,19 @@ async def test_another_tenants_task_is_not_found(
         assert answer["error"]["code"] == -32001, (method, answer)
     listed = await rpc(api, agent["id"], user, "tasks/pushNotificationConfig/list", {"id": task_id})
     assert listed["result"] == []
+
+
+async def test_a_canceled_task_is_posted_canceled(
+    service: str, api: httpx.AsyncClient, user: dict[str, str], receiver: Receiver
+) -> None:
+    slow = scripted_config({"text": "slowly " * 200})
+    slow["model"]["chunk_delay_ms"] = 50
+    agent = await create_agent(api, user, slow, name="Helper")
+    push = PushNotificationConfig(url=receiver.url, token=TOKEN)
+    config = MessageSendConfiguration(blocking=False, push_notification_config=push)
+    async with a2a_client(service, agent["id"], user, streaming=False) as client:
+        task, _ = await last_task_of(client, user_message(text("hi")), config)
+        await client.cancel_task(TaskIdParams(id=task.id))
+        [arrived] = await arrivals(receiver, 1)
+    assert json.loads(arrived.body)["status"]["state"] == "canceled"
+    assert arrived.headers["x-a2a-notification-token"] == TOKEN
