@@ -46,6 +46,7 @@ from app.files.router import router as files_router
 from app.files.store import FileContents, FileStore
 from app.graph.runtime import LangGraphRuntime
 from app.health import router as health_router
+from app.interop.a2a_server.push_delivery import PushTasks
 from app.interop.a2a_server.router import router as a2a_router
 from app.interop.mcp_server.router import router as mcp_router
 from app.interop.mcp_server.server import McpServer
@@ -177,8 +178,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await turns.start()
     if claude_sdk is not None:
         claude_sdk.pool.start_reaper()
-    deliveries = DeliveryWorker(engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks))
-    deliveries.start()
+    deliveries = DeliveryWorker(
+        engine, http, webhook_secrets, WorkerConfig.of(settings.webhooks), push=PushTasks(app.state.container)
+    )
+    if settings.webhooks.enabled:
+        deliveries.start()
     sweeper = session_sweeper(SweepLimits.of(settings.lifecycle), engine, turns, FileStore(settings.files.store_dir))
     sweeper.start(settings.lifecycle.session_sweep_seconds)
     schedules = ScheduleWorker(app.state.container, poll_seconds=settings.schedule.poll_seconds)

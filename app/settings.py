@@ -204,6 +204,9 @@ class ObservabilitySettings(BaseSettings):
 
 class WebhookSettings(BaseSettings):
     model_config = _group("WEBHOOK_")
+    enabled: bool = True
+    """The delivery worker runs (webhooks are sent), and A2A agents offer push notifications, which
+    it delivers; off, no delivery leaves this replica and agent cards say `pushNotifications: false`."""
     allowed_hosts: CommaList = Field(default_factory=list)
     """Hosts a webhook may target even when they resolve to private, loopback or link-local addresses."""
     secrets_key_file: Path | None = None

@@ -1,5 +1,6 @@
 """All ORM tables, one file each; importing this package registers them on `Base.metadata`."""
 
+from app.models.a2a_push_config import A2aPushConfig
 from app.models.agent import Agent
 from app.models.agent_version import AgentVersion
 from app.models.approval import Approval
@@ -29,6 +30,7 @@ from app.models.webhook import Webhook
 from app.models.webhook_delivery import WebhookDelivery
 
 __all__ = [
+    "A2aPushConfig",
     "ACTIVE_STATUSES",
     "Agent",
     "AgentVersion",

@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.pagination import paginate
 from app.core.repository import TenantRepository
+from app.models.a2a_push_config import A2aPushConfig
+from app.models.turn import Turn
 from app.models.webhook import Webhook
 from app.models.webhook_delivery import WebhookDelivery
 
@@ -43,11 +45,13 @@ class DeliveryRepository(TenantRepository[WebhookDelivery]):
 
 DELIVERIES: Table = WebhookDelivery.__table__  # type: ignore[assignment]
 WEBHOOKS: Table = Webhook.__table__  # type: ignore[assignment]
+PUSH_CONFIGS: Table = A2aPushConfig.__table__  # type: ignore[assignment]
+TURNS: Table = Turn.__table__  # type: ignore[assignment]
 
 
 class Outbox:
     """The delivery worker's statements across tenants (Core, on a connection of its own): it claims
-    due deliveries, reads their webhooks and settles each delivery by the id it claimed."""
+    due deliveries, reads their webhooks (or A2A push configs) and settles each delivery by the id it claimed."""
 
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
@@ -71,6 +75,7 @@ class Outbox:
                 DELIVERIES.c.id,
                 DELIVERIES.c.tenant_id,
                 DELIVERIES.c.webhook_id,
+                DELIVERIES.c.push_config_id,
                 DELIVERIES.c.payload,
                 DELIVERIES.c.attempts,
                 DELIVERIES.c.created_at,
@@ -84,6 +89,26 @@ class Outbox:
         stmt = select(
             WEBHOOKS.c.id, WEBHOOKS.c.tenant_id, WEBHOOKS.c.url, WEBHOOKS.c.secret_key_id, WEBHOOKS.c.secret_sealed
         ).where(WEBHOOKS.c.id.in_(ids))
+        return {row["id"]: dict(row) for row in (await self.conn.execute(stmt)).mappings()}
+
+    async def push_configs(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+        """The claimed deliveries' A2A push configs by id, with the owner of their task (whose view of
+        the task they are sent); the caller checks each one's tenant against its delivery."""
+        configs, turns = PUSH_CONFIGS, TURNS
+        stmt = (
+            select(
+                configs.c.id,
+                configs.c.tenant_id,
+                configs.c.turn_id,
+                configs.c.url,
+                configs.c.auth_schemes,
+                configs.c.secret_key_id,
+                configs.c.secret_sealed,
+                turns.c.owner_sub,
+            )
+            .join(turns, turns.c.id == configs.c.turn_id)
+            .where(configs.c.id.in_(ids))
+        )
         return {row["id"]: dict(row) for row in (await self.conn.execute(stmt)).mappings()}
 
     async def settle(self, delivery_id: uuid.UUID, values: Mapping[str, Any]) -> None:

@@ -7,6 +7,11 @@ Every `poll` seconds (or when woken) it claims due deliveries in one statement â
 anything else is retried with exponential back-off until the retry window after the event has
 passed (`failed`). A replica that dies mid-attempt leaves the row claimed until the lease ends; then
 another one tries again with the same `webhook-id`, so a receiver that got it dedupes.
+
+An A2A push notification is a delivery of the same outbox whose target is a task's push config
+instead of a webhook: the same claim, SSRF check, bounded POST, retries and settle; only its request
+is made elsewhere (`PushRequests`, app/interop/a2a_server/push_delivery.py): the task as JSON with
+its client's token, instead of the signed event.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -70,20 +76,46 @@ class Outcome:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    body: bytes
+    headers: dict[str, str]
+
+
+class PushRequests(Protocol):
+    """What an A2A push notification delivery sends to its config's URL."""
+
+    async def request(self, delivery: Mapping[str, Any], config: Mapping[str, Any]) -> Request: ...
+
+
+class PushUnavailable(Exception):
+    """A push delivery met by a worker that sends no push notifications (WEBHOOK_ENABLED is off)."""
+
+
 def retry_delay(attempts: int, config: WorkerConfig) -> float:
     """5 s, 10 s, 20 s â€¦ doubling after each failed attempt, at most `max_retry`."""
     doublings = min(max(attempts - 1, 0), 30)
     return float(min(config.first_retry * (1 << doublings), config.max_retry))
 
 
+def _target_id(delivery: Mapping[str, Any]) -> uuid.UUID:
+    return delivery["webhook_id"] or delivery["push_config_id"]  # type: ignore[no-any-return]
+
+
 class DeliveryWorker:
     def __init__(
-        self, engine: AsyncEngine, http: httpx.AsyncClient, sealer: SecretSealer, config: WorkerConfig
+        self,
+        engine: AsyncEngine,
+        http: httpx.AsyncClient,
+        sealer: SecretSealer,
+        config: WorkerConfig,
+        push: PushRequests | None = None,
     ) -> None:
         self.engine = engine
         self.http = http
         self.sealer = sealer
         self.config = config
+        self.push = push
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -121,30 +153,38 @@ class DeliveryWorker:
             claimed = await Outbox(conn).claim(utcnow(), lease=self.config.lease, limit=BATCH)
         if not claimed:
             return 0
-        async with self.engine.connect() as conn:
-            hooks = await Outbox(conn).webhooks({row["webhook_id"] for row in claimed})
-        outcomes = await asyncio.gather(*(self._attempt(row, hooks.get(row["webhook_id"])) for row in claimed))
+        targets = await self._targets(claimed)
+        outcomes = await asyncio.gather(*(self._attempt(row, targets.get(_target_id(row))) for row in claimed))
         async with self.engine.begin() as conn:
             outbox = Outbox(conn)
             for row, outcome in zip(claimed, outcomes, strict=True):
                 await outbox.settle(row["id"], self._settled(row, outcome, utcnow()))
         return len(claimed)
 
-    async def _attempt(self, delivery: dict[str, Any], hook: dict[str, Any] | None) -> Outcome:
-        if hook is None or hook["tenant_id"] != delivery["tenant_id"]:
-            return Outcome(ok=False, error="the webhook was deleted")
+    async def _targets(self, claimed: list[dict[str, Any]]) -> dict[uuid.UUID, dict[str, Any]]:
+        """The webhooks and push configs the claimed deliveries go to, by id (one read per kind present)."""
+        hook_ids = {row["webhook_id"] for row in claimed if row["webhook_id"] is not None}
+        push_ids = {row["push_config_id"] for row in claimed if row["push_config_id"] is not None}
+        async with self.engine.connect() as conn:
+            outbox = Outbox(conn)
+            targets = await outbox.webhooks(hook_ids) if hook_ids else {}
+            if push_ids:
+                targets.update(await outbox.push_configs(push_ids))
+        return targets
+
+    async def _attempt(self, delivery: dict[str, Any], target: dict[str, Any] | None) -> Outcome:
+        if target is None or target["tenant_id"] != delivery["tenant_id"]:
+            kind = "webhook" if delivery["push_config_id"] is None else "push notification config"
+            return Outcome(ok=False, error=f"the {kind} was deleted")
         try:
-            await check_outbound_url(hook["url"], self.config.allowed_hosts)
-            sealed = SealedSecret(hook["secret_key_id"], hook["secret_sealed"])
-            key = secret_key(self.sealer.open(sealed, secret_binding(hook["tenant_id"], hook["id"])))
-            body = delivery["payload"].encode()
-            headers = signed_headers(key, f"msg_{delivery['id'].hex}", int(time.time()), body)
+            await check_outbound_url(target["url"], self.config.allowed_hosts)
+            request = await self._request(delivery, target)
             async with asyncio.timeout(self.config.timeout):
                 async with self.http.stream(
                     "POST",
-                    hook["url"],
-                    content=body,
-                    headers=headers,
+                    target["url"],
+                    content=request.body,
+                    headers=request.headers,
                     timeout=self.config.timeout,
                     follow_redirects=False,
                 ) as response:
@@ -153,7 +193,7 @@ class DeliveryWorker:
             return Outcome(ok=False, error=f"blocked: {exc}")
         except (httpx.HTTPError, TimeoutError, OSError) as exc:
             return Outcome(ok=False, error=type(exc).__name__)
-        except Exception as exc:  # a secret that no longer opens (key removed): keep the row, say why
+        except Exception as exc:  # a secret that no longer opens (key removed), a task gone: keep the row, say why
             log.warning(
                 "webhook delivery could not be prepared", delivery_id=str(delivery["id"]), error=type(exc).__name__
             )
@@ -161,6 +201,16 @@ class DeliveryWorker:
         if 200 <= status < 300:
             return Outcome(ok=True, status=status)
         return Outcome(ok=False, status=status, error=f"HTTP {status}")
+
+    async def _request(self, delivery: dict[str, Any], target: dict[str, Any]) -> Request:
+        if delivery["push_config_id"] is not None:
+            if self.push is None:
+                raise PushUnavailable
+            return await self.push.request(delivery, target)
+        sealed = SealedSecret(target["secret_key_id"], target["secret_sealed"])
+        key = secret_key(self.sealer.open(sealed, secret_binding(target["tenant_id"], target["id"])))
+        body = delivery["payload"].encode()
+        return Request(body, signed_headers(key, f"msg_{delivery['id'].hex}", int(time.time()), body))
 
     def _settled(self, delivery: dict[str, Any], outcome: Outcome, now: datetime) -> dict[str, Any]:
         """The delivery's columns after this attempt: delivered, due again after a back-off, or failed."""

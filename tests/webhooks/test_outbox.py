@@ -7,11 +7,11 @@ from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import Table, event, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.sql import INTEGRITY_ERRORS, Sql
-from app.models import TurnEvent, Webhook, WebhookDelivery
+from app.models import A2aPushConfig, Agent, Session, Turn, TurnEvent, Webhook, WebhookDelivery
 from app.models.base import utcnow
 from app.runtime.store.batch import EVENTS, StagedRow, write_rows
 
@@ -89,3 +89,88 @@ async def test_a_failed_write_stores_neither_the_events_nor_their_deliveries(eng
     async with engine.connect() as conn:
         count = await conn.scalar(select(func.count()).where(EVENT_ROWS.c.turn_id == turn_id))
     assert count == 1
+
+
+async def _task(engine: AsyncEngine, tenant: str) -> uuid.UUID:
+    """A turn (an A2A task) with its agent and session: push configs name their task."""
+    agent_id, session_id, turn_id = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    async with engine.begin() as conn:
+        await conn.execute(insert(Agent).values(id=agent_id, tenant_id=tenant, name="a", created_by="alice"))
+        await conn.execute(
+            insert(Session).values(
+                id=session_id, tenant_id=tenant, agent_id=agent_id, agent_version=1, owner_sub="alice", snapshot={}
+            )
+        )
+        await conn.execute(
+            insert(Turn).values(
+                id=turn_id,
+                tenant_id=tenant,
+                session_id=session_id,
+                status="running",
+                input="hi",
+                max_loops=8,
+                max_output_tokens=100,
+                owner_sub="alice",
+                last_seq=0,
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )  # fmt: skip
+        )
+    return turn_id
+
+
+async def _push_config(engine: AsyncEngine, tenant: str, turn_id: uuid.UUID) -> uuid.UUID:
+    config_id = uuid.uuid4()
+    async with engine.begin() as conn:
+        await conn.execute(
+            insert(A2aPushConfig).values(
+                id=config_id,
+                tenant_id=tenant,
+                turn_id=turn_id,
+                config_id=str(turn_id),
+                url="https://hooks.example.com/a2a",
+                created_by="alice",
+            )  # fmt: skip
+        )
+    return config_id
+
+
+async def test_a_turn_ended_gets_a_delivery_per_push_config_of_its_task_in_the_same_write(
+    engine: AsyncEngine, db: Sql
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    turn_id, other_turn = await _task(engine, tenant), await _task(engine, tenant)
+    config = await _push_config(engine, tenant, turn_id)
+    await _push_config(engine, tenant, other_turn)
+    hook = await _subscribe(engine, tenant, "turn.ended")
+    types = ["turn.started", "approval.required", "turn.ended"]
+    await write_rows(db, [_event(tenant, turn_id, seq, t) for seq, t in enumerate(types, start=1)])
+    stored = await _deliveries(engine, turn_id)
+    targets = sorted((d["seq"], str(d["webhook_id"]), str(d["push_config_id"])) for d in stored)
+    assert targets == sorted([(3, str(hook), "None"), (3, "None", str(config))])
+    assert await _deliveries(engine, other_turn) == []
+
+
+async def test_push_configs_cost_a_write_no_statement(engine: AsyncEngine, db: Sql) -> None:
+    """PostgreSQL: the write is one statement with or without them (its CTEs); SQLite: the same count."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("on PostgreSQL a write is one statement by construction (app/runtime/store/batch.py)")
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    await _subscribe(engine, tenant, "turn.ended")
+    plain, pushed = await _task(engine, tenant), await _task(engine, tenant)
+    await _push_config(engine, tenant, pushed)
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", count)
+    try:
+        await write_rows(db, [_event(tenant, plain, 1, "message.delta"), _event(tenant, plain, 2, "turn.ended")])
+        without = len(statements)
+        statements.clear()
+        await write_rows(db, [_event(tenant, pushed, 1, "message.delta"), _event(tenant, pushed, 2, "turn.ended")])
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", count)
+    assert len(statements) == without
+    assert len(await _deliveries(engine, pushed)) == 2

@@ -25,7 +25,8 @@ def _skills(agent: Agent) -> list[AgentSkill]:
     return skills
 
 
-def card_of(agent: Agent, base_url: str) -> AgentCard:
+def card_of(agent: Agent, base_url: str, *, push_notifications: bool) -> AgentCard:
+    """`push_notifications`: the service delivers them (its webhook delivery worker runs, WEBHOOK_ENABLED)."""
     scheme = HTTPAuthSecurityScheme(
         scheme="bearer", bearer_format="JWT", description="The same bearer token as the REST API."
     )
@@ -35,7 +36,9 @@ def card_of(agent: Agent, base_url: str) -> AgentCard:
         version=str(agent.version),
         url=card_url(base_url, agent),
         preferred_transport="JSONRPC",
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False, state_transition_history=False),
+        capabilities=AgentCapabilities(
+            streaming=True, push_notifications=push_notifications, state_transition_history=False
+        ),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=_skills(agent),

@@ -4,13 +4,15 @@ A task is a turn and `contextId` a session (get-or-create by it, or the session'
 next message with a data part `{"decisions": [...]}` (the shape of `POST /turns/{id}/approvals`)
 answers an `input-required` task and resumes the turn. `tasks/resubscribe` replays the task from its
 stored events, then follows it live, so a client that dropped (or whose replica died) sees it all.
+Push notification configs (`tasks/pushNotificationConfig/*`, or `configuration.pushNotificationConfig`
+of a message) are stored per task and delivered through the webhook outbox (`push.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,27 +22,26 @@ from a2a.types import (
     DataPart,
     DeleteTaskPushNotificationConfigParams,
     GetTaskPushNotificationConfigParams,
-    InvalidParamsError,
-    InvalidRequestError,
     ListTaskPushNotificationConfigParams,
     Message,
     MessageSendParams,
+    PushNotificationConfig,
     Task,
     TaskIdParams,
     TaskNotCancelableError,
-    TaskNotFoundError,
     TaskPushNotificationConfig,
     TaskQueryParams,
     TextPart,
-    UnsupportedOperationError,
 )
 from a2a.utils.errors import ServerError
 from pydantic import TypeAdapter, ValidationError
 
 from app.agents.schemas import Agent
 from app.approvals.schemas import BatchDecisionItem
-from app.errors import AppError, Conflict, NotFound
+from app.errors import Conflict, NotFound
 from app.interop.a2a_server import tasks
+from app.interop.a2a_server.errors import as_rpc_errors, invalid, not_found, push_not_supported
+from app.interop.a2a_server.push import PushConfigs
 from app.interop.door import Call, Door
 from app.models import ACTIVE_STATUSES
 from app.turns.schemas import Turn
@@ -57,33 +58,16 @@ class Begun:
     call: Call | None
 
 
-@contextlib.contextmanager
-def _as_rpc_errors() -> Iterator[None]:
-    """A domain error as the JSON-RPC error a client of the protocol reads (never a 5xx)."""
-    try:
-        yield
-    except AppError as exc:
-        code = exc.extra.get("code") or exc.type_slug
-        data = {"status": exc.status, "code": code}
-        raise ServerError(error=InvalidRequestError(message=exc.detail, data=data)) from None
-
-
-def _not_found(task_id: str) -> ServerError:
-    return ServerError(error=TaskNotFoundError(message=f"Task {task_id} not found"))
-
-
-def _invalid(message: str, data: Any = None) -> ServerError:
-    return ServerError(error=InvalidParamsError(message=message, data=data))
-
-
 class TurnTasks(RequestHandler):
-    def __init__(self, door: Door, agent: Agent) -> None:
+    def __init__(self, door: Door, agent: Agent, push: PushConfigs | None = None) -> None:
+        """`push`: the task's push notification configs, None when this service sends none."""
         self.door = door
         self.agent = agent
+        self.push = push
 
     async def on_message_send(self, params: MessageSendParams, context: ServerCallContext | None = None) -> Task:
-        with _as_rpc_errors():
-            begun = await self._begin(params.message)
+        with as_rpc_errors():
+            begun = await self._begin_with_push(params)
             blocking = params.configuration is None or params.configuration.blocking is not False
             if begun.call is not None:
                 async with contextlib.aclosing(begun.call.events) as events:
@@ -95,18 +79,18 @@ class TurnTasks(RequestHandler):
     async def on_message_send_stream(
         self, params: MessageSendParams, context: ServerCallContext | None = None
     ) -> AsyncGenerator[tasks.Event, None]:
-        with _as_rpc_errors():
-            begun = await self._begin(params.message)
+        with as_rpc_errors():
+            begun = await self._begin_with_push(params)
         async for event in self._stream(begun):
             yield event
 
     async def on_get_task(self, params: TaskQueryParams, context: ServerCallContext | None = None) -> Task | None:
-        with _as_rpc_errors():
+        with as_rpc_errors():
             found = await self._own(params.id)
             return None if found is None else await self._task(found[0].id, found[1])
 
     async def on_cancel_task(self, params: TaskIdParams, context: ServerCallContext | None = None) -> Task | None:
-        with _as_rpc_errors():
+        with as_rpc_errors():
             found = await self._own(params.id)
             if found is None:
                 return None
@@ -120,17 +104,17 @@ class TurnTasks(RequestHandler):
     async def on_resubscribe_to_task(
         self, params: TaskIdParams, context: ServerCallContext | None = None
     ) -> AsyncGenerator[tasks.Event, None]:
-        with _as_rpc_errors():
+        with as_rpc_errors():
             found = await self._own(params.id)
             if found is None:
-                raise _not_found(params.id)
+                raise not_found(params.id)
             turn, context_id = found
             call = await self.door.follow(turn.id, 0)
         async for event in self._stream(Begun(turn.id, context_id, call)):
             yield event
 
     async def _stream(self, begun: Begun) -> AsyncGenerator[tasks.Event, None]:
-        with _as_rpc_errors():
+        with as_rpc_errors():
             yield await self._task(begun.turn_id, begun.context_id, pending=False)
             if begun.call is not None:
                 async with contextlib.aclosing(tasks.deltas(begun.call.events)) as texts:
@@ -142,9 +126,7 @@ class TurnTasks(RequestHandler):
             yield event
 
     async def _task(self, turn_id: uuid.UUID, context_id: str, *, pending: bool = True) -> Task:
-        turn = await self.door.turn(turn_id)
-        waiting = await self.door.pending(turn_id) if pending and turn.status == "interrupted" else []
-        return tasks.task_of(turn, context_id, waiting)
+        return await tasks.current(self.door, turn_id, context_id, pending=pending)
 
     async def _own(self, task_id: str) -> tuple[Turn, str] | None:
         """The turn this task id names, when it is one of this agent's that the caller may see."""
@@ -157,6 +139,23 @@ class TurnTasks(RequestHandler):
             return None
         return turn, conversation.name
 
+    async def _begin_with_push(self, params: MessageSendParams) -> Begun:
+        """The message's task, with the configuration's push notification config registered on it
+        (checked before anything runs: a config refused starts no turn)."""
+        config = params.configuration.push_notification_config if params.configuration else None
+        if config is None:
+            return await self._begin(params.message)
+        push = self._push()
+        await push.check(config)
+        begun = await self._begin(params.message)
+        await push.save(begun.turn_id, config)
+        return begun
+
+    def _push(self) -> PushConfigs:
+        if self.push is None:
+            raise push_not_supported()
+        return self.push
+
     async def _begin(self, message: Message) -> Begun:
         text = "".join(p.root.text for p in message.parts if isinstance(p.root, TextPart))
         data = [p.root.data for p in message.parts if isinstance(p.root, DataPart)]
@@ -166,15 +165,13 @@ class TurnTasks(RequestHandler):
         if message.task_id:
             found = await self._own(message.task_id)
             if found is None:
-                raise _not_found(message.task_id)
+                raise not_found(message.task_id)
             turn, context_id = found
             if turn.status not in ACTIVE_STATUSES:
-                raise _invalid(
-                    f"Task {turn.id} is {tasks.STATES[turn.status].value}: send a new message without taskId"
-                )
+                raise invalid(f"Task {turn.id} is {tasks.STATES[turn.status].value}: send a new message without taskId")
             return Begun(turn.id, context_id, await self.door.latest_run(turn.id))
         if not text.strip():
-            raise _invalid("The message has no text part")
+            raise invalid("The message has no text part")
         session_id = await self.door.session(self.agent.id, message.context_id)
         call = await self.door.ask(session_id, text)
         return Begun(call.turn_id, (await self.door.conversation(session_id)).name, call)
@@ -184,13 +181,13 @@ class TurnTasks(RequestHandler):
         try:
             items = _DECISIONS.validate_python(decisions)
         except ValidationError as exc:
-            raise _invalid("decisions: each needs approval_id and decision approve or deny", exc.errors()) from None
+            raise invalid("decisions: each needs approval_id and decision approve or deny", exc.errors()) from None
         if not items:
-            raise _invalid("decisions must not be empty")
+            raise invalid("decisions must not be empty")
         task_id = message.task_id or await self._waiting_in(message.context_id)
         found = await self._own(task_id) if task_id else None
         if found is None:
-            raise _not_found(task_id or "")
+            raise not_found(task_id or "")
         turn, context_id = found
         return Begun(turn.id, context_id, await self.door.decide(turn.id, items))
 
@@ -203,21 +200,48 @@ class TurnTasks(RequestHandler):
     async def on_set_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext | None = None
     ) -> TaskPushNotificationConfig:
-        raise ServerError(error=UnsupportedOperationError())
+        push = self._push()
+        with as_rpc_errors():
+            turn = await self._owned(params.task_id)
+            await push.check(params.push_notification_config)
+            saved = await push.save(turn.id, params.push_notification_config)
+        return TaskPushNotificationConfig(task_id=params.task_id, push_notification_config=saved)
 
     async def on_get_task_push_notification_config(
         self,
         params: TaskIdParams | GetTaskPushNotificationConfigParams,
         context: ServerCallContext | None = None,
     ) -> TaskPushNotificationConfig:
-        raise ServerError(error=UnsupportedOperationError())
+        push = self._push()
+        config_id = (
+            params.push_notification_config_id if isinstance(params, GetTaskPushNotificationConfigParams) else None
+        )
+        with as_rpc_errors():
+            turn = await self._owned(params.id)
+            found: PushNotificationConfig | None = await push.get(turn.id, config_id)
+        if found is None:
+            raise invalid(f"Task {params.id} has no push notification config {config_id or params.id}")
+        return TaskPushNotificationConfig(task_id=params.id, push_notification_config=found)
 
     async def on_list_task_push_notification_config(
         self, params: ListTaskPushNotificationConfigParams, context: ServerCallContext | None = None
     ) -> list[TaskPushNotificationConfig]:
-        raise ServerError(error=UnsupportedOperationError())
+        push = self._push()
+        with as_rpc_errors():
+            turn = await self._owned(params.id)
+            configs = await push.list(turn.id)
+        return [TaskPushNotificationConfig(task_id=params.id, push_notification_config=c) for c in configs]
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigParams, context: ServerCallContext | None = None
     ) -> None:
-        raise ServerError(error=UnsupportedOperationError())
+        push = self._push()
+        with as_rpc_errors():
+            turn = await self._owned(params.id)
+            await push.delete(turn.id, params.push_notification_config_id)
+
+    async def _owned(self, task_id: str) -> Turn:
+        found = await self._own(task_id)
+        if found is None:
+            raise not_found(task_id)
+        return found[0]

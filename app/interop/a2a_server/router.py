@@ -16,6 +16,7 @@ from app.core.sse import SSE_MEDIA_TYPE
 from app.deps import ContainerDep
 from app.interop.a2a_server.cards import card_of
 from app.interop.a2a_server.handler import TurnTasks
+from app.interop.a2a_server.push import PushConfigs
 from app.interop.auth import DoorPrincipal, base_url
 from app.interop.door import Door
 
@@ -39,7 +40,8 @@ _OBJECT = {"type": "object", "additionalProperties": True}
 async def directory(request: Request, container: ContainerDep, principal: DoorPrincipal) -> dict[str, Any]:
     """The tenant's directory: the agent card of every agent the caller may use."""
     door = Door(container, principal, "a2a")
-    cards = [card_of(agent, base_url(request)) for agent in await door.agents()]
+    push = container.settings.webhooks.enabled
+    cards = [card_of(agent, base_url(request), push_notifications=push) for agent in await door.agents()]
     return {"items": [card.model_dump(mode="json", by_alias=True, exclude_none=True) for card in cards]}
 
 
@@ -53,7 +55,8 @@ async def agent_card(
 ) -> dict[str, Any]:
     """The agent's A2A agent card (version = the agent's current version)."""
     agent = await Door(container, principal, "a2a").agent(agent_id)
-    return card_of(agent, base_url(request)).model_dump(mode="json", by_alias=True, exclude_none=True)
+    card = card_of(agent, base_url(request), push_notifications=container.settings.webhooks.enabled)
+    return card.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 @router.post(
@@ -64,7 +67,7 @@ async def agent_card(
         "requestBody": {
             "required": True,
             "description": "A JSON-RPC 2.0 request: `message/send`, `message/stream`, `tasks/get`, "
-            "`tasks/cancel` or `tasks/resubscribe`",
+            "`tasks/cancel`, `tasks/resubscribe` or `tasks/pushNotificationConfig/set|get|list|delete`",
             "content": {"application/json": {"schema": _OBJECT}},
         }
     },
@@ -87,7 +90,10 @@ async def rpc(agent_id: uuid.UUID, request: Request, container: ContainerDep, pr
     except ValueError:
         error = JSONRPCErrorResponse(id=None, error=JSONParseError())
         return JSONResponse(error.model_dump(mode="json", exclude_none=True))
+    enabled = container.settings.webhooks.enabled
+    push = PushConfigs(container, principal) if enabled else None
     application = A2AStarletteApplication(
-        agent_card=card_of(agent, base_url(request)), http_handler=TurnTasks(door, agent)
+        agent_card=card_of(agent, base_url(request), push_notifications=enabled),
+        http_handler=TurnTasks(door, agent, push),
     )
     return await application._handle_requests(request)

@@ -28,6 +28,7 @@ from a2a.types import (
 )
 
 from app.approvals.schemas import Approval
+from app.interop.door import Door
 from app.turns.schemas import Turn
 
 STATES: dict[str, TaskState] = {
@@ -96,6 +97,15 @@ def task_of(turn: Turn, context_id: str, pending: list[Approval]) -> Task:
         history=[user],
         metadata={"channel": turn.channel, "status": turn.status, "usage": turn.usage.model_dump()},
     )
+
+
+async def current(door: Door, turn_id: uuid.UUID, context_id: str | None = None, *, pending: bool = True) -> Task:
+    """The task as `tasks/get` shows it now (`pending`: with the approvals an input-required one waits for)."""
+    turn = await door.turn(turn_id)
+    if context_id is None:
+        context_id = (await door.conversation(turn.session_id)).name
+    waiting = await door.pending(turn_id) if pending and turn.status == "interrupted" else []
+    return task_of(turn, context_id, waiting)
 
 
 def working(turn_id: uuid.UUID, context_id: str, text: str) -> TaskStatusUpdateEvent:

@@ -64,7 +64,7 @@ from app.core.db import json_text
 from app.core.sql import Query, Sql, bare, insert_rows
 from app.models import ToolExecution, Turn, TurnEvent
 from app.runtime.store.notify import CHANNEL
-from app.runtime.store.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_insert
+from app.runtime.store.outbox import OUTBOX_EVENT_COLUMNS, enqueue_in_transaction, outbox_inserts
 from app.runtime.store.quota import QUOTA_LEDGER, settle_ctes, settle_each, settle_params
 from app.runtime.store.status import settle_query, settle_turn_update
 
@@ -257,9 +257,9 @@ async def _insert_group(sql: Sql, table: Table, rows: list[dict[str, Any]]) -> N
 
 
 def _with_outbox(events: Insert, name: str) -> list[Any]:
-    """The events' INSERT returning what it stored, and the webhook deliveries of those events."""
+    """The events' INSERT returning what it stored, and the deliveries of those events (webhooks, A2A push)."""
     stored = events.returning(*(events.table.c[c] for c in OUTBOX_EVENT_COLUMNS)).cte(name)  # type: ignore[attr-defined]
-    return [stored, outbox_insert(stored).cte(f"{name}_outbox")]
+    return [stored, *(insert.cte(f"{name}_outbox{i}") for i, insert in enumerate(outbox_inserts(stored)))]
 
 
 @lru_cache(maxsize=64)
