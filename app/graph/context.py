@@ -34,6 +34,10 @@ class TurnContext:
     quota: QuotaGate | None = None
     continued: Continued | None = None
     """Set when the run continues a turn whose run was lost: tool calls consult the ledger's dispatched rows."""
+    restored: bool = False
+    """The run picks up stored work (a continuation, or a resume after approvals): its calls may already
+    be in the ledger. A fresh run's calls cannot be (their ids are this run's own, and the key names
+    the turn), so it skips the ledger read."""
     output_schema: dict[str, Any] | None = None
     files: FileReader | None = None
 
@@ -51,6 +55,7 @@ class TurnContext:
             context_token=services.context_token,
             quota=services.quota,
             continued=run.continued,
+            restored=run.continued is not None or run.resumed_by is not None,
             output_schema=run.output_schema,
             files=services.files,
         )

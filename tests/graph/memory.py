@@ -37,6 +37,7 @@ class MemoryJournal:
     usage: list[ModelUsage] = field(default_factory=list)
     receipts: list[tuple[Decision, str | None, str | None]] = field(default_factory=list)
     ledger: dict[str, ToolResult] = field(default_factory=dict)
+    ledger_reads: list[str] = field(default_factory=list)
     dispatches: list[tuple[str, int, ToolCall]] = field(default_factory=list)
     approvals: dict[uuid.UUID, ApprovalRequest] = field(default_factory=dict)
     audits: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -80,6 +81,7 @@ class MemoryJournal:
         self.staged_at_checkpoint.append(len(self.messages))
 
     async def ledger_get(self, key: str) -> ToolResult | None:
+        self.ledger_reads.append(key)
         return self.ledger.get(key)
 
     async def dispatched(self, key: str, loop: int, call: ToolCall) -> None:
@@ -144,6 +146,7 @@ def node_runtime(
     policy: PolicySet | Decision | None = None,
     provider: Provider | None = None,
     snapshot: dict[str, Any] | None = None,
+    restored: bool = False,
 ) -> Runtime[TurnContext]:
     model = {"provider": "scripted", "name": "scripted-1", "script": script or [{"text": "hello"}]}
     document = {"model": model, "system_prompt": "be brief", "tools": list(tools), **(snapshot or {})}
@@ -155,5 +158,6 @@ def node_runtime(
         provider=provider or ScriptedProvider(),
         tools=ToolBox(tool_refs=list(tools), gateway=None, gateway_token=None, team_unit="default"),
         governance=FixedGovernance(policy if policy is not None else PolicySet()),
+        restored=restored,
     )
     return Runtime(context=context)

@@ -145,12 +145,23 @@ async def test_an_allowed_call_is_judged_then_dispatched_then_ledgered() -> None
     assert (completed.tool_call_id, completed.result, completed.is_error) == (ADD.id, "4", False)
 
 
-async def test_a_call_already_in_the_ledger_is_not_run_again() -> None:
+async def test_a_call_already_in_the_ledger_is_not_run_again_by_a_run_that_picks_up_stored_work() -> None:
     journal = MemoryJournal()
     journal.ledger[key(journal, ADD)] = ToolResult("stored")
-    update = await execute_tools(state(pending=[ADD]), node_runtime(journal))
+    update = await execute_tools(state(pending=[ADD]), node_runtime(journal, restored=True))
     assert update["results"][ADD.id] == ToolResult("stored")
+    assert journal.ledger_reads == [key(journal, ADD)]
     assert journal.dispatches == []
+
+
+async def test_a_fresh_run_judges_and_runs_its_calls_without_reading_the_ledger() -> None:
+    """Its calls' ids are its own and the key names the turn: nothing stored can be theirs."""
+    journal = MemoryJournal()
+    update = await execute_tools(state(pending=[ADD]), node_runtime(journal))
+    assert update["results"][ADD.id] == ToolResult("4")
+    assert journal.ledger_reads == []
+    assert [(d.verdict, call_id) for d, call_id, _ in journal.receipts] == [("allow", ADD.id)]
+    assert journal.dispatches == [(key(journal, ADD), 0, ADD)]
 
 
 async def test_a_denied_call_is_never_dispatched_and_gets_an_error_result() -> None:

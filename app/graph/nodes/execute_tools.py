@@ -72,7 +72,7 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
     refused = ctx.tools.refusal(call, policy.policy_hash if isinstance(policy, PolicySet) else HASH_UNAVAILABLE)
     if refused is not None:
         return await _deny(ctx, call, key, loop, refused)
-    stored = await ctx.journal.ledger_get(key)
+    stored = await ctx.journal.ledger_get(key) if ctx.restored else None
     if stored is not None:
         if ctx.continued is not None and not ctx.continued.stored("tool_call.completed", call.id):
             _completed(ctx, call, stored)
