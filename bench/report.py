@@ -349,7 +349,7 @@ def openai_targets(rows: list[Row]) -> list[Target]:
             for c in LEVELS:
                 theirs, ours = _ratio_of(rows, openai, c, key), _ratio_of(rows, anthropic, c, key)
                 gap = None if theirs is None or ours is None else round(abs(theirs - ours), 2)
-                note = f"openai {_show(theirs)}x, anthropic {_show(ours)}x"
+                note = f"openai {_show(theirs, 'x')}, anthropic {_show(ours, 'x')}"
                 out.append(Target(f"openai vs anthropic {label}, {anthropic} @{c}", gap, OPENAI_GAP, "<=", "x", note))
     return out
 
