@@ -177,7 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
         "connected through a counting proxy (bench/pgwire.py)",
     )
     parser.add_argument("--cap", type=float, default=120.0, help="wall-clock cap per measured run, seconds")
-    parser.add_argument("--idle-timeout", type=float, default=240.0, help="overall cap of the idle run, seconds")
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="overall cap of the idle run, seconds (default 240, or one per 10 streams when that is more)",
+    )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up turns per server and scenario (default 20)")
     parser.add_argument(
         "--pg-url",
@@ -210,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_plan(args: argparse.Namespace) -> Plan:
     scenarios = [s for s in args.scenarios if not (args.skip_idle and s == "idle")]
+    idle_streams = args.idle_streams or 1000
     features = [] if args.skip_features or not set(FEATURE_SCENARIOS) & set(scenarios) else args.features
     if args.quick:
         return Plan(
@@ -219,7 +225,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
             idle_streams=args.idle_streams or 100,
             idle_delay_ms=20.0,
             cap_seconds=min(args.cap, 60.0),
-            idle_timeout=min(args.idle_timeout, 90.0),
+            idle_timeout=args.idle_timeout or 90.0,
             warmup_turns=args.warmup if args.warmup is not None else 5,
             quick=True,
             db_stats=args.db_stats,
@@ -229,10 +235,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
         concurrency=args.concurrency or [1, 10, 50],
         turns=args.turns,
         scenarios=scenarios,
-        idle_streams=args.idle_streams or 1000,
+        idle_streams=idle_streams,
         idle_delay_ms=20.0,
         cap_seconds=args.cap,
-        idle_timeout=args.idle_timeout,
+        idle_timeout=args.idle_timeout or max(240.0, idle_streams / 10),
         warmup_turns=args.warmup if args.warmup is not None else 20,
         quick=False,
         db_stats=args.db_stats,

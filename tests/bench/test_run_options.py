@@ -35,3 +35,9 @@ def test_unknown_features_are_refused() -> None:
 def test_db_stats_is_off_unless_asked() -> None:
     assert plan_of().db_stats is False
     assert plan_of("--db-stats").db_stats is True
+
+
+def test_the_idle_run_cap_grows_with_its_streams_unless_given() -> None:
+    assert plan_of().idle_timeout == 240.0
+    assert plan_of("--idle", "10000").idle_timeout == 1000.0
+    assert plan_of("--idle", "10000", "--idle-timeout", "300").idle_timeout == 300.0
