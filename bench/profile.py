@@ -26,8 +26,10 @@ from bench.agents import LLM_AGENT, SCRIPTED_AGENT, create_agent, mint_token
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings
 from bench.dbstats import per_turn, per_turn_text, settled_counters
 from bench.load import ArTarget, ar_turn, run_load
+from bench.log import log
 from bench.procs import ProcSet
-from bench.run import Phase, _runner, log, start_phase
+from bench.run import _runner
+from bench.servers import Phase, start_phase
 
 SCENARIO_MOCK_ARGS = {"text": [], "tool": ["--tool-mode"], "scripted": [], "idle": ["--delay-ms", "20"]}
 

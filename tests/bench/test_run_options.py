@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.features import FEATURE_NAMES
-from bench.run import Plan, build_parser, make_plan
+from bench.plan import Plan, build_parser, make_plan
 
 
 def plan_of(*argv: str) -> Plan:
