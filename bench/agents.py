@@ -38,14 +38,38 @@ async def create_agent(url: str, token: str, name: str, config: dict[str, Any]) 
 BENCH_LIMITS = {"max_concurrent_turns": 10_000, "token_quota": {"period": "month", "tokens": 10**15}}
 
 
-async def put_limits(url: str, limits: dict[str, Any]) -> None:
+def _admin_headers() -> dict[str, str]:
     from app.auth.verify import mint_user_token
 
     admin = mint_user_token(SECRET, tenant_id=TENANT, sub="bench-admin", roles=["admin"], ttl_seconds=3600)
+    return {"Authorization": f"Bearer {admin}"}
+
+
+async def _admin_call(method: str, url: str, expect: int, what: str, body: Any = None) -> httpx.Response:
     async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
-        resp = await client.put(f"{url}/limits", json=limits, headers={"Authorization": f"Bearer {admin}"})
-    if resp.status_code != 200:
-        raise RuntimeError(f"setting the tenant's limits failed: {resp.status_code} {resp.text[:500]}")
+        resp = await client.request(method, url, json=body, headers=_admin_headers())
+    if resp.status_code != expect:
+        raise RuntimeError(f"{what} failed: {resp.status_code} {resp.text[:500]}")
+    return resp
+
+
+async def get_limits(url: str) -> dict[str, Any]:
+    """The tenant's ceilings as `PUT /limits` takes them back."""
+    current = (await _admin_call("GET", f"{url}/limits", 200, "reading the tenant's limits")).json()
+    return {key: value for key, value in current.items() if key not in ("updated_by", "updated_at")}
+
+
+async def put_limits(url: str, limits: dict[str, Any]) -> None:
+    await _admin_call("PUT", f"{url}/limits", 200, "setting the tenant's limits", limits)
+
+
+async def create_webhook(url: str, target: str, events: list[str]) -> str:
+    resp = await _admin_call("POST", f"{url}/webhooks", 201, "subscribing a webhook", {"url": target, "events": events})
+    return str(resp.json()["id"])
+
+
+async def delete_webhook(url: str, webhook_id: str) -> None:
+    await _admin_call("DELETE", f"{url}/webhooks/{webhook_id}", 204, "deleting the webhook")
 
 
 LLM_AGENT = {

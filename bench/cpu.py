@@ -44,7 +44,8 @@ def children(pid: int) -> list[int]:
 
 
 def tree(pid: int, *, limit: int = 1000) -> list[int]:
-    pids, todo = [], [pid]
+    pids: list[int] = []
+    todo = [pid]
     while todo and len(pids) < limit:
         current = todo.pop()
         pids.append(current)

@@ -28,12 +28,18 @@ class BenchDatabase:
         self._admin_dsn = asyncpg_dsn(url)
         self.url = url.set(drivername="postgresql+asyncpg", database=self.name).render_as_string(hide_password=False)
         self._dsn = asyncpg_dsn(url.set(database=self.name))
+        self.address = (url.host or "127.0.0.1", url.port or 5432)
+        """Where the PostgreSQL server listens (bench/pgwire.py's upstream)."""
         self.created = False
 
     @property
     def dsn(self) -> str:
         """The bench database itself, for asyncpg."""
         return self._dsn
+
+    def url_via(self, host: str, port: int) -> str:
+        """The bench database's URL with another address: a proxy in front of the server."""
+        return make_url(self.url).set(host=host, port=port).render_as_string(hide_password=False)
 
     async def _admin(self, sql: str) -> None:
         conn = await asyncpg.connect(self._admin_dsn, timeout=10)

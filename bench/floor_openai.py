@@ -34,7 +34,7 @@ ECHO_FUNCTION: dict[str, Any] = {
 async def _turn(client: AsyncOpenAI, text: str) -> AsyncIterator[dict[str, str]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
     for _ in range(MAX_ROUNDS):
-        stream = await client.chat.completions.create(
+        stream = await client.chat.completions.create(  # type: ignore[call-overload]
             model=MODEL,
             messages=messages,  # type: ignore[arg-type]
             tools=[ECHO_FUNCTION],  # type: ignore[list-item]

@@ -22,19 +22,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.agents import LLM_AGENT, SCRIPTED_AGENT, create_agent, mint_token
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings
+from bench.dbstats import per_turn, per_turn_text, settled_counters
 from bench.load import ArTarget, ar_turn, run_load
+from bench.log import log
 from bench.procs import ProcSet
-from bench.run import (
-    LLM_AGENT,
-    SCRIPTED_AGENT,
-    Phase,
-    _runner,
-    create_agent,
-    log,
-    mint_token,
-    start_phase,
-)
+from bench.run import _runner
+from bench.servers import Phase, start_phase
 
 SCENARIO_MOCK_ARGS = {"text": [], "tool": ["--tool-mode"], "scripted": [], "idle": ["--delay-ms", "20"]}
 
@@ -90,24 +85,6 @@ def summarize(speedscope: dict[str, Any], *, top: int = 25) -> str:
     return "\n".join(lines)
 
 
-STATS_SETTLE_SECONDS = 11.0
-
-
-async def _settled_stats(db: BenchDatabase) -> dict[str, int]:
-    await asyncio.sleep(STATS_SETTLE_SECONDS)  # backends publish their counters within 10 s of going idle
-    return await db.stats()
-
-
-def db_stats_text(before: dict[str, int], after: dict[str, int], turns: int) -> str:
-    """Per-turn deltas of the database counters (turns = every turn attempted during the profile)."""
-    lines = ["", f"database work per turn ({turns} turns):"]
-    for key in sorted(after):
-        delta = after[key] - before.get(key, 0)
-        if delta and turns:
-            lines.append(f"  {delta / turns:8.2f}  {key}")
-    return "\n".join(lines)
-
-
 async def profile(args: argparse.Namespace) -> int:
     spy = _py_spy()
     if spy is None:
@@ -139,9 +116,11 @@ async def profile(args: argparse.Namespace) -> int:
         await run_load(fn, concurrency=5, turns=20, cap_seconds=60)
         stats = ""
         if args.db_stats:
-            before = await _settled_stats(db)
+            before = await settled_counters(db)
             counted = await run_load(fn, concurrency=args.concurrency, turns=100, cap_seconds=120)
-            stats = db_stats_text(before, await _settled_stats(db), len(counted.results))
+            turns = len(counted.results)
+            values = per_turn(before, await settled_counters(db), turns)
+            stats = "\n" + per_turn_text(values, title=f"database work per turn ({turns} turns):")
         spy_proc = subprocess.Popen(
             [
                 spy,

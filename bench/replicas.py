@@ -30,7 +30,8 @@ import orjson
 from bench.agents import BENCH_LIMITS, LLM_AGENT, TOKENS_PER_REPLY, create_agent, mint_token, put_limits
 from bench.db import BenchDatabase, admin_url_from_env
 from bench.procs import ProcSet, free_port
-from bench.run import _ar_argv, _ar_env, _python, _runner
+from bench.run import _runner
+from bench.servers import _ar_argv, _ar_env, _python
 
 MESSAGES_PER_TURN = 4
 """The user's input, the reply asking for the call, the tool's result, the answer."""

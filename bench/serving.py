@@ -1,4 +1,4 @@
-"""What the bench's mock providers and floor servers share: their app shell and their command line."""
+"""What the bench's mock providers, floor servers and sink share: their app shell, command line and uvicorn."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def serve_mock(build: Callable[..., Starlette], behaviour: Callable[..., Any], *
     parser.add_argument("--tool-mode", action="store_true")
     args = parser.parse_args(argv)
     app = build(behaviour(tokens=args.tokens, delay_ms=args.delay_ms, tool_mode=args.tool_mode))
-    _serve(app, args.port)
+    serve(app, args.port)
 
 
 def serve_floor(build: Callable[[str], FastAPI], *, prog: str, doc: str | None, port: int, mock: str,
@@ -68,10 +68,11 @@ def serve_floor(build: Callable[[str], FastAPI], *, prog: str, doc: str | None, 
     parser.add_argument("--port", type=int, default=port)
     parser.add_argument("--mock", default=mock)
     args = parser.parse_args(argv)
-    _serve(build(args.mock), args.port)
+    serve(build(args.mock), args.port)
 
 
-def _serve(app: Any, port: int) -> None:
+def serve(app: Any, port: int) -> None:
+    """uvicorn on loopback, quiet: the bench reads its own figures, not access logs."""
     import uvicorn
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
