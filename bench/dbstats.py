@@ -19,11 +19,26 @@ async def settled_counters(db: BenchDatabase) -> dict[str, int]:
     return await db.stats()
 
 
-def per_turn(before: dict[str, int], after: dict[str, int], turns: int) -> dict[str, float]:
-    """Each counter's change divided by `turns`, counters that did not change left out."""
+def per_second(before: dict[str, int], after: dict[str, int], seconds: float) -> dict[str, float]:
+    """Each counter's rate over `seconds` (a process's background work while no turn runs)."""
+    return {key: (after[key] - before.get(key, 0)) / seconds for key in after} if seconds > 0 else {}
+
+
+def per_turn(
+    before: dict[str, int],
+    after: dict[str, int],
+    turns: int,
+    *,
+    background: dict[str, float] | None = None,
+    seconds: float = 0.0,
+) -> dict[str, float]:
+    """Each counter's change divided by `turns`, counters that did not change left out; with
+    `background` (rates, `per_second`), what that rate accounts for over the load's `seconds` is taken
+    off first (never below nothing)."""
     if turns <= 0:
         return {}
-    deltas = {key: after[key] - before.get(key, 0) for key in sorted(after)}
+    rates = background or {}
+    deltas = {key: max(0.0, after[key] - before.get(key, 0) - rates.get(key, 0.0) * seconds) for key in sorted(after)}
     return {key: round(delta / turns, 2) for key, delta in deltas.items() if delta}
 
 

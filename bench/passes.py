@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from bench.agents import TurnFactory, warm_up
-from bench.dbstats import per_turn
+from bench.dbstats import per_second, per_turn
 from bench.features import FEATURE_CLIENTS, FEATURE_SCENARIOS, FEATURES, Feature
 from bench.load import run_load
 from bench.log import log
@@ -19,12 +20,15 @@ from bench.servers import Phase, start_more_ar
 EXTRA_SERVER_POOL = {"DATABASE_POOL_SIZE": str(FEATURE_CLIENTS + 2)}
 """The turn pool of the phase's further servers: enough for their load, not another full pool on a
 PostgreSQL whose connections the phase's own server (and other people) already hold."""
+BACKGROUND_SECONDS = 3.0
+"""How long the counted server is watched idle first: its own polls (lease heartbeat, workers) at that
+rate are taken off what the load counted."""
 
 
 async def count_db_work(run: Run, phase: Phase, procs: ProcSet) -> None:
     """`--db-stats`: each scenario's statements and commits per turn, at one client, on one more server
-    whose database connections go through the counting proxy (its background polls count too: a few a
-    second, well under 0.1 per turn at the rate one client runs)."""
+    whose database connections go through the counting proxy; its background polls, counted while it
+    idles just before, are taken off at their rate."""
     scenarios = [s for s in phase.scenarios if s != "idle"]
     if not scenarios:
         return
@@ -37,10 +41,15 @@ async def count_db_work(run: Run, phase: Phase, procs: ProcSet) -> None:
             for scenario in scenarios:
                 fn = ar_turns(run, proc, scenario)
                 await warm_up(f"{scenario}/counted", fn, 5, concurrency=1)
-                before = proxy.counts.snapshot()
+                quiet = proxy.counts.snapshot()
+                await asyncio.sleep(BACKGROUND_SECONDS)
+                before, started = proxy.counts.snapshot(), time.perf_counter()
+                background = per_second(quiet, before, BACKGROUND_SECONDS)
                 turns = run.plan.turns_for(1)
                 load = await run_load(fn, concurrency=1, turns=turns, cap_seconds=run.plan.cap_seconds)
-                run.db_per_turn[scenario] = per_turn(before, proxy.counts.snapshot(), len(load.ok))
+                spent = time.perf_counter() - started
+                after = proxy.counts.snapshot()
+                run.db_per_turn[scenario] = per_turn(before, after, len(load.ok), background=background, seconds=spent)
                 run.db_turns[scenario] = len(load.ok)
                 log(f"{scenario:12} db work per turn over {len(load.ok)} turns: {run.db_per_turn[scenario]}")
         finally:

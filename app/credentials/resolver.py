@@ -18,7 +18,7 @@ from app.core.outbound import OutboundBlocked, check_outbound_url
 from app.core.sql import Row, Sql
 from app.credentials.schemas import printable_ascii
 from app.credentials.sealing import associated_data
-from app.credentials.store import tenant_keys
+from app.credentials.store import keys_of_arrays, tenant_keys
 from app.providers.base import ProviderError
 from app.providers.clients import Endpoint
 from app.secrets.box import SecretBox
@@ -50,22 +50,26 @@ class CredentialResolver:
         self._environment = dict(environment)
         self._allowed_hosts = list(allowed_hosts)
 
-    async def resolve(self, tenant_id: str, model: Mapping[str, Any]) -> Endpoint:
+    async def resolve(
+        self, tenant_id: str, model: Mapping[str, Any], keys: Mapping[str, Any] | None = None
+    ) -> Endpoint:
+        """`keys`: the tenant's keys as the turn's start read them with its session (`keys_of_arrays`);
+        None: read them now."""
         provider = str(model["provider"])
         named = model.get("credential")
-        keys = await tenant_keys(self._sql, tenant_id, named, provider)
+        found = await tenant_keys(self._sql, tenant_id, named, provider) if keys is None else keys_of_arrays(keys)
         if named:
-            row = keys.by_name.get(named)
+            row = found.by_name.get(named)
             if row is None:
                 raise not_configured(f"the credential {named!r} named by the agent does not exist")
             return await self._endpoint(row, tenant_id, provider)
-        row = keys.by_name.get(provider)
+        row = found.by_name.get(provider)
         if row is not None:
             return await self._endpoint(row, tenant_id, provider)
         env = self._environment.get(provider, EnvironmentKey())
         if not env.api_key:
             raise not_configured(f"no {provider} key: store a credential named {provider!r} or set the environment")
-        if keys.byok_only:
+        if found.byok_only:
             raise not_configured(f"no {provider} credential, and this tenant uses only its own keys (byok_only)")
         return Endpoint(provider, env.api_key, env.base_url, source="environment")
 

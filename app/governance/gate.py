@@ -41,14 +41,28 @@ async def judge_input(policy: PolicySet, input_text: str) -> Decision:
     return await asyncio.to_thread(decide_pre_llm, policy, input_text)
 
 
+NOT_READ: Any = object()
+"""`first_tenant_rules` when nothing was read ahead: the first decision reads the rules too."""
+
+
 class Governance:
     def __init__(
-        self, sql: Sql, *, tenant_id: str, agent_rules: list[dict[str, Any]], tool_blacklist: list[str]
+        self,
+        sql: Sql,
+        *,
+        tenant_id: str,
+        agent_rules: list[dict[str, Any]],
+        tool_blacklist: list[str],
+        first_tenant_rules: Any = NOT_READ,
     ) -> None:
+        """`first_tenant_rules`: the tenant's rules as stored, read with the run's session an instant
+        before (app/runtime/store/turns.py `SESSION_FOR_TURN`): the first decision uses them, every
+        later one reads them again."""
         self._sql = sql
         self._tenant_id = tenant_id
         self._raw_agent_rules = agent_rules
         self._blacklist = tuple(tool_blacklist)
+        self._read_ahead = first_tenant_rules
 
     @cached_property
     def _agent_rules(self) -> tuple[PolicyRule, ...]:
@@ -59,10 +73,16 @@ class Governance:
     async def current(self, point: Point) -> PolicySet | Decision:
         """The policy set in force now, or the deny that stands in for it when it cannot be read."""
         try:
-            tenant = await load_tenant_rules(self._sql, self._tenant_id)
+            tenant = await self._tenant_rules()
             agent = self._agent_rules
         except Exception as exc:
             log.warning("policy set unavailable (%s): deny", type(exc).__name__)
             reason = f"policy engine error: {type(exc).__name__}"
             return Decision(point, "deny", ENGINE_ERROR_RULE_ID, reason, HASH_UNAVAILABLE)
         return PolicySet(tenant_rules=tenant, agent_rules=agent, tool_blacklist=self._blacklist)
+
+    async def _tenant_rules(self) -> tuple[PolicyRule, ...]:
+        raw, self._read_ahead = self._read_ahead, NOT_READ
+        if raw is NOT_READ:
+            return await load_tenant_rules(self._sql, self._tenant_id)
+        return parse_rules(raw) if raw else ()

@@ -23,3 +23,7 @@ class Credential(IdMixin, TenantMixin, CreatedMixin, Base):
     last4: Mapped[str | None] = mapped_column(String(4))
     fingerprint: Mapped[str] = mapped_column(String(80))
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+
+KEY_FIELDS = ("name", "provider", "base_url", "key_id", "sealed_key")
+"""What a turn reads of a credential to call its provider (app/credentials/store.py)."""

@@ -17,8 +17,11 @@ from app.providers.scripted import ScriptedProvider
 
 
 class EndpointResolver(Protocol):
-    async def resolve(self, tenant_id: str, model: Mapping[str, Any]) -> Endpoint:
-        """The endpoint of `model` for `tenant_id`; raises ProviderError `provider_not_configured`."""
+    async def resolve(self, tenant_id: str, model: Mapping[str, Any], keys: Any = None) -> Endpoint:
+        """The endpoint of `model` for `tenant_id`; raises ProviderError `provider_not_configured`.
+
+        `keys`: the tenant's keys as the turn's start already read them (app/credentials/store.py,
+        `TenantKeys`), or None to read them now."""
         ...
 
 
@@ -38,14 +41,15 @@ class ProviderRegistry:
     def default(cls, clients: ProviderClients, endpoints: EndpointResolver) -> ProviderRegistry:
         return cls({"scripted": ScriptedProvider()}, clients=clients, endpoints=endpoints)
 
-    def for_turn(self, tenant_id: str, model: Mapping[str, Any]) -> Provider:
-        """The provider one turn calls; a problem surfaces as the ProviderError of its first call."""
+    def for_turn(self, tenant_id: str, model: Mapping[str, Any], keys: Any = None) -> Provider:
+        """The provider one turn calls; a problem surfaces as the ProviderError of its first call.
+        `keys`: see `EndpointResolver.resolve`."""
         name = str(model.get("provider"))
         fixed = self._providers.get(name)
         if fixed is not None:
             return fixed
         if name in KEYED_PROVIDERS and self._clients is not None and self._endpoints is not None:
-            return _TurnProvider(self._clients, self._endpoints, tenant_id, model)
+            return _TurnProvider(self._clients, self._endpoints, tenant_id, model, keys)
         if name in KEYED_PROVIDERS:
             return _Unavailable(ProviderError("provider_not_configured", f"the {name} provider is not configured"))
         return _Unavailable(ProviderError("provider_bad_request", f"unknown model provider {name!r}"))
@@ -64,17 +68,23 @@ class _TurnProvider:
     """Resolves the endpoint at the first call and keeps the provider for the rest of the turn."""
 
     def __init__(
-        self, clients: ProviderClients, endpoints: EndpointResolver, tenant_id: str, model: Mapping[str, Any]
+        self,
+        clients: ProviderClients,
+        endpoints: EndpointResolver,
+        tenant_id: str,
+        model: Mapping[str, Any],
+        keys: Any = None,
     ) -> None:
         self._clients = clients
         self._endpoints = endpoints
         self._tenant_id = tenant_id
         self._model = model
+        self._keys = keys
         self._provider: Provider | None = None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         if self._provider is None:
-            endpoint = await self._endpoints.resolve(self._tenant_id, self._model)
+            endpoint = await self._endpoints.resolve(self._tenant_id, self._model, self._keys)
             self._provider = self._clients.provider(endpoint)
         async for event in self._provider.stream(request):
             yield event

@@ -15,6 +15,7 @@ from app.runtime.port.journal import Continued, HumanDecision, Supersedes, TurnI
 from app.runtime.store.admission import Admission
 from app.runtime.store.claims import Claimed, ClaimStore
 from app.runtime.store.quota import token_quota_of
+from app.runtime.store.read_ahead import start_reads_of
 from app.runtime.store.status import SEQ_BLOCK
 from app.runtime.store.turns import TurnStore
 
@@ -37,6 +38,7 @@ def run_of(
         mode=turn["mode"],
         max_steps=turn["max_steps"] or 0,
         output_schema=turn["output_schema"],
+        start_reads=start_reads_of(session),
         **picks,
     )
 

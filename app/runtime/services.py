@@ -11,7 +11,7 @@ from typing import Any
 from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
 from app.core.sql import Sql
-from app.governance.gate import Governance
+from app.governance.gate import NOT_READ, Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.port.journal import FileReader, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store.quota import LedgerQuota
@@ -69,7 +69,7 @@ class RunServices:
         return available and not isinstance(self.runtime_of(run), UnavailableRuntime)
 
     def services_of(self, run: TurnRun) -> TurnServices:
-        snapshot, out = run.snapshot, self.outbound
+        snapshot, out, reads = run.snapshot, self.outbound, run.start_reads
         credentials = None
         if out.signing is not None:
             credentials = TurnCredentials(
@@ -88,7 +88,7 @@ class RunServices:
         if credentials is not None and out.gateway is not None:
             gateway_token = _bind(credentials, "mcp-gateway")
         return TurnServices(
-            provider=self.providers.for_turn(run.ident.tenant_id, snapshot["model"]),
+            provider=self.providers.for_turn(run.ident.tenant_id, snapshot["model"], reads.keys if reads else None),
             tools=ToolBox(
                 tool_refs=list(snapshot.get("tools", [])),
                 gateway=out.gateway,
@@ -102,6 +102,7 @@ class RunServices:
                 tenant_id=run.ident.tenant_id,
                 agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),
+                first_tenant_rules=reads.tenant_rules if reads else NOT_READ,
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 
-from bench.dbstats import per_turn
+from bench.dbstats import per_second, per_turn
 from bench.pgwire import ReplyReader, RequestReader, WireCounts
 
 
@@ -100,3 +100,13 @@ def test_per_turn_divides_the_changes_and_leaves_out_what_did_not_change() -> No
     after = {"statements": 120, "commits": 34, "rollbacks": 0}
     assert per_turn(before, after, 10) == {"commits": 3.0, "statements": 11.0}
     assert per_turn(before, after, 0) == {}
+
+
+def test_background_work_at_its_idle_rate_is_taken_off_the_load() -> None:
+    idle = per_second({"statements": 0, "commits": 0}, {"statements": 6, "commits": 6}, 3.0)
+    assert idle == {"statements": 2.0, "commits": 2.0}
+    counted = per_turn(
+        {"statements": 6, "commits": 6}, {"statements": 80, "commits": 16}, 10, background=idle, seconds=2.0
+    )
+    assert counted == {"statements": 7.0, "commits": 0.6}
+    assert per_turn({"commits": 0}, {"commits": 1}, 10, background={"commits": 5.0}, seconds=1.0) == {}

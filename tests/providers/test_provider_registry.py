@@ -19,7 +19,7 @@ class CountingResolver:
         self.endpoint = endpoint
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def resolve(self, tenant_id: str, model: Mapping[str, Any]) -> Endpoint:
+    async def resolve(self, tenant_id: str, model: Mapping[str, Any], keys: Any = None) -> Endpoint:
         self.calls.append((tenant_id, dict(model)))
         return self.endpoint
 

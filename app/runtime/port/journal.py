@@ -52,6 +52,17 @@ class HumanDecision(TypedDict):
 
 
 @dataclass(frozen=True, slots=True)
+class StartReads:
+    """What the read of the run's session already brought along, fresh as of that statement: the
+    tenant's newest policy rules (`tenant_rules`, as stored; None: it has none) for the run's first
+    decision, and the keys of its model (app/credentials/store.py `TenantKeys`; None: read them at the
+    first model call). Later decisions read the rules again."""
+
+    tenant_rules: Any
+    keys: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class TokenQuota:
     """A tenant's token quota: `tokens` per UTC `period` (`day` or `month`)."""
 
@@ -158,6 +169,8 @@ class TurnRun:
     """`autonomous`: the engine runs it through the PLAN / PURSUE runtime (app/autonomy)."""
     max_steps: int = 0
     """An autonomous turn's bound on its plan's todos (added ones included)."""
+    start_reads: StartReads | None = None
+    """What the read of its session brought along (None: nothing, everything is read when needed)."""
     plan_events: list[dict[str, Any]] = field(default_factory=list)
     """A resumed or continued autonomous run: its stored `plan.*` events (the plan and each step's state)."""
     continued: Continued | None = None

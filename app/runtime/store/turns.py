@@ -49,6 +49,7 @@ from app.runtime.store.admission import (
     with_tenant_admission,
 )
 from app.runtime.store.batch import LEDGER, Settle
+from app.runtime.store.read_ahead import KEY_COLUMNS, TENANT_RULES
 from app.tools.base import ToolResult
 
 MESSAGES: Table = Message.__table__  # type: ignore[assignment]
@@ -150,10 +151,14 @@ HISTORY = Query(
 """The conversation a prompt is built from: every message but those a regenerated turn put aside."""
 _SESSION_FOR_TURN = with_tenant_admission(select(
     Session.id, Session.tenant_id, Session.agent_id, Session.agent_version, Session.owner_sub, Session.snapshot,
-    Session.status, Session.last_active_at,
+    Session.status, Session.last_active_at, TENANT_RULES,
 ).where(Session.tenant_id == bindparam("tenant_id"), Session.id == bindparam("session_id")))  # fmt: skip
-SESSION_FOR_TURN = Query(_SESSION_FOR_TURN)
-OWN_SESSION_FOR_TURN = Query(_SESSION_FOR_TURN.where(Session.owner_sub == bindparam("owner_sub")))
+_WITH_KEYS = {"postgresql": _SESSION_FOR_TURN.add_columns(*KEY_COLUMNS), "sqlite": _SESSION_FOR_TURN}
+SESSION_FOR_TURN = {dialect: Query(read) for dialect, read in _WITH_KEYS.items()}
+OWN_SESSION_FOR_TURN = {
+    dialect: Query(read.where(Session.owner_sub == bindparam("owner_sub"))) for dialect, read in _WITH_KEYS.items()
+}
+"""What a run needs of its session, and what its start would read next anyway (app/runtime/store/read_ahead.py)."""
 LEDGER_GET = Query(
     select(ToolExecution.result, ToolExecution.is_error).where(
         ToolExecution.tenant_id == bindparam("tenant_id"),
@@ -397,8 +402,8 @@ class TurnStore:
         the owner): the session, the tenant's ceilings and its quota usage (app/runtime/store/admission.py)."""
         params = {"tenant_id": tenant_id, "session_id": session_id, **admission_params(utcnow())}
         if owner_sub is None:
-            return await self.sql.fetchrow(SESSION_FOR_TURN, params)
-        return await self.sql.fetchrow(OWN_SESSION_FOR_TURN, {**params, "owner_sub": owner_sub})
+            return await self.sql.fetchrow(SESSION_FOR_TURN[self.sql.dialect], params)
+        return await self.sql.fetchrow(OWN_SESSION_FOR_TURN[self.sql.dialect], {**params, "owner_sub": owner_sub})
 
     async def start_turn(
         self, turn: dict[str, Any], message: dict[str, Any], *, max_concurrent: int | None = None
