@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 export TEST_DATABASE_URL ?= postgresql+asyncpg://postgres@127.0.0.1:5432/postgres
 
-.PHONY: install run test lint typecheck unit bench bench-compaction clean lock browser node-clients screenshots
+.PHONY: install run test lint typecheck unit bench bench-compaction bench-replicas clean lock browser node-clients screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,9 @@ bench: $(STAMP)
 
 bench-compaction: $(STAMP)
 	$(BIN)/python -m bench.compaction $(BENCH_ARGS)
+
+bench-replicas: $(STAMP)
+	$(BIN)/python -m bench.replicas $(BENCH_ARGS)
 
 # The image's pinned dependencies (Dockerfile): the service and its `otlp` extra (requirements.lock),
 # and the same with the `claude` extra (requirements-claude.lock, the image built with WITH_CLAUDE=true),
