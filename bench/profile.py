@@ -28,7 +28,7 @@ from bench.dbstats import per_turn, per_turn_text, settled_counters
 from bench.load import ArTarget, ar_turn, run_load
 from bench.log import log
 from bench.procs import ProcSet
-from bench.run import _runner
+from bench.run import run_to_the_end
 from bench.servers import Phase, start_phase
 
 SCENARIO_MOCK_ARGS = {"text": [], "tool": ["--tool-mode"], "scripted": [], "idle": ["--delay-ms", "20"]}
@@ -183,12 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also count transactions and rows per turn over 100 turns first (adds ~30 s)",
     )
     args = parser.parse_args(argv)
-    try:
-        with _runner() as runner:
-            return runner.run(profile(args))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("bench.profile: interrupted; every process it started was stopped", file=sys.stderr)
-        return 130
+    return run_to_the_end("bench.profile", profile(args))
 
 
 if __name__ == "__main__":

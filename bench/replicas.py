@@ -30,7 +30,7 @@ import orjson
 from bench.agents import BENCH_LIMITS, LLM_AGENT, TOKENS_PER_REPLY, create_agent, mint_token, put_limits
 from bench.db import BenchDatabase, admin_url_from_env
 from bench.procs import ProcSet, free_port
-from bench.run import _runner
+from bench.run import run_to_the_end
 from bench.servers import _ar_argv, _ar_env, _python
 
 MESSAGES_PER_TURN = 4
@@ -189,12 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=6, help="turns per session")
     parser.add_argument("--pg-url", default=None)
     args = parser.parse_args(argv)
-    try:
-        with _runner() as runner:
-            return runner.run(replicas(args))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("bench.replicas: interrupted; every process it started was stopped", file=sys.stderr)
-        return 130
+    return run_to_the_end("bench.replicas", replicas(args))
 
 
 if __name__ == "__main__":

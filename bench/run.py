@@ -29,6 +29,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -226,15 +227,21 @@ def _runner() -> asyncio.Runner:
     return asyncio.Runner(loop_factory=uvloop.new_event_loop)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    coro = scripted_only(args) if args.scripted_only else full_run(args)
+def run_to_the_end(name: str, coro: Coroutine[Any, Any, int]) -> int:
+    """Run a bench's coroutine on its own loop; an interrupt (its processes are stopped by then) is 130."""
     try:
         with _runner() as runner:
             return runner.run(coro)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print("bench: interrupted; every process it started was stopped", file=sys.stderr)
+        print(f"{name}: interrupted; every process it started was stopped", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    coro = scripted_only(args) if args.scripted_only else full_run(args)
+    try:
+        return run_to_the_end("bench", coro)
     except (RuntimeError, OSError, httpx.HTTPError) as exc:
         print(f"bench: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
