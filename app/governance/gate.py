@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any
 
 from app.core.sql import Sql
+from app.governance.output_guard import OutputGuard
 from app.governance.policy import (
     ENGINE_ERROR_RULE_ID,
     HASH_UNAVAILABLE,
@@ -18,9 +19,14 @@ from app.governance.policy import (
     decide_pre_llm,
     parse_rules,
 )
+from app.governance.screening import Judged, Screen, judge_text, screen_of
 from app.governance.store import newest_tenant_policies
 
 log = logging.getLogger(__name__)
+
+DEFAULT_OUTPUT_HOLDBACK = 256
+RESULT_INLINE_CHARS = 4096
+"""A tool result up to this long is screened on the event loop; a longer one in a worker thread."""
 
 
 async def load_tenant_rules(sql: Sql, tenant_id: str) -> tuple[PolicyRule, ...]:
@@ -42,10 +48,19 @@ async def judge_input(policy: PolicySet, input_text: str) -> Decision:
 
 
 class Governance:
+    _output_holdback = DEFAULT_OUTPUT_HOLDBACK
+
     def __init__(
-        self, sql: Sql, *, tenant_id: str, agent_rules: list[dict[str, Any]], tool_blacklist: list[str]
+        self,
+        sql: Sql,
+        *,
+        tenant_id: str,
+        agent_rules: list[dict[str, Any]],
+        tool_blacklist: list[str],
+        output_holdback: int = DEFAULT_OUTPUT_HOLDBACK,
     ) -> None:
         self._sql = sql
+        self._output_holdback = output_holdback
         self._tenant_id = tenant_id
         self._raw_agent_rules = agent_rules
         self._blacklist = tuple(tool_blacklist)
@@ -66,3 +81,24 @@ class Governance:
             reason = f"policy engine error: {type(exc).__name__}"
             return Decision(point, "deny", ENGINE_ERROR_RULE_ID, reason, HASH_UNAVAILABLE)
         return PolicySet(tenant_rules=tenant, agent_rules=agent, tool_blacklist=self._blacklist)
+
+    async def output_guard(self) -> OutputGuard | Decision | None:
+        """A guard for one model call's reply, the deny that stands in for it, or None: no `output`
+        rule is in force, and nothing stands between the model's deltas and the client."""
+        policy = await self.current("output")
+        if isinstance(policy, Decision):
+            return policy
+        screen = screen_of(policy, "output")
+        return None if screen is None else OutputGuard(screen, holdback=self._output_holdback)
+
+
+def result_screen(policy: PolicySet | Decision, tool_name: str) -> Screen | Decision | None:
+    """The `tool_result` rules for one tool's result, the deny that stands in for them, or None."""
+    return policy if isinstance(policy, Decision) else screen_of(policy, "tool_result", tool_name=tool_name)
+
+
+async def judge_result(screen: Screen, text: str) -> Judged:
+    """`judge_text` for a tool's result, off the event loop when the result is long."""
+    if len(text) <= RESULT_INLINE_CHARS:
+        return judge_text(screen, text)
+    return await asyncio.to_thread(judge_text, screen, text)

@@ -51,8 +51,10 @@ async def test_unreadable_tenant_policies_deny_tool_calls(
         assert completed[call]["is_error"] is True
         assert completed[call]["result"].startswith("denied by policy: policy engine error")
     decided = {e["tool_call_id"]: (e["verdict"], e["rule_id"]) for e in events(resumed, "policy.decision")}
-    assert decided == {B: ("deny", "engine_error"), C: ("deny", "engine_error")}
-    assert ended(resumed)["status"] == "completed"
+    assert decided == {B: ("deny", "engine_error"), C: ("deny", "engine_error"), None: ("deny", "engine_error")}
+    # the next reply cannot be screened by the `output` rules either: it is blocked before the call
+    assert (ended(resumed)["status"], ended(resumed)["error"]["code"]) == ("failed", "guardrail_blocked")
+    assert [e["point"] for e in events(resumed, "policy.decision") if e["tool_call_id"] is None] == ["output"]
     assert {r.tool_call_id: r.result for r in await ledger(sql, turn_id(frames))}[A] == "A"
 
 

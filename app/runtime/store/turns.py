@@ -103,6 +103,7 @@ def decision_row(
         "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
         "reason": decision.reason, "policy_hash": decision.policy_hash, "decided_by": decision.decided_by,
         "arguments_sha256": decision.arguments_sha256, "edited_arguments_sha256": decision.edited_arguments_sha256,
+        "detector": decision.detector, "match_count": decision.match_count,
     }  # fmt: skip
 
 

@@ -1,0 +1,28 @@
+"""output guard: a receipt of the output and tool_result points names its detector and match count
+
+Revision ID: 0027_output_guard
+Revises: 0025_quota_reservations
+Create Date: 2026-12-02 16:10:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0027_output_guard"
+down_revision: str | None = "0025_quota_reservations"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("policy_decisions") as batch:
+        batch.add_column(sa.Column("detector", sa.String(length=32), nullable=True))
+        batch.add_column(sa.Column("match_count", sa.Integer(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("policy_decisions") as batch:
+        batch.drop_column("match_count")
+        batch.drop_column("detector")
