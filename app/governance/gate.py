@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from functools import cached_property
 from typing import Any
@@ -19,7 +20,7 @@ from app.governance.policy import (
     decide_pre_llm,
     parse_rules,
 )
-from app.governance.screening import Judged, Screen, judge_text, screen_of
+from app.governance.screening import REFUSED_RESULT, Judged, Screen, judge_text, screen_of
 from app.governance.store import newest_tenant_policies
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,14 @@ class Governance:
         return None if screen is None else OutputGuard(screen, holdback=self._output_holdback)
 
 
-def result_screen(policy: PolicySet | Decision, tool_name: str) -> Screen | Decision | None:
-    """The `tool_result` rules for one tool's result, the deny that stands in for them, or None."""
-    return policy if isinstance(policy, Decision) else screen_of(policy, "tool_result", tool_name=tool_name)
+async def judged_result(policy: PolicySet | Decision, tool_name: str, content: str) -> Judged | None:
+    """A tool's result as the model may see it, with the receipts; None when no `tool_result` rule
+    takes this tool. A set that could not be read (`policy` is its deny) refuses the result."""
+    if isinstance(policy, Decision):
+        refusal = dataclasses.replace(policy, point="tool_result")
+        return Judged(REFUSED_RESULT.format(reason=refusal.reason), [refusal], refusal)
+    screen = screen_of(policy, "tool_result", tool_name=tool_name)
+    return None if screen is None else await judge_result(screen, content)
 
 
 async def judge_result(screen: Screen, text: str) -> Judged:

@@ -18,6 +18,13 @@ from collections import Counter
 from app.governance.policy import Decision
 from app.governance.screening import Hit, Screen, TextRule, redacted
 
+GUARDRAIL_BLOCKED = "guardrail_blocked"
+"""The error code of a turn an `output` deny ended."""
+
+
+def blocked_reason(decision: Decision) -> str:
+    return decision.reason or f"the reply was blocked by policy {decision.rule_id}"
+
 
 class OutputGuard:
     def __init__(self, screen: Screen, *, holdback: int) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
-from app.governance.output_guard import OutputGuard
+from app.governance.output_guard import GUARDRAIL_BLOCKED, OutputGuard, blocked_reason
 from app.governance.policy import Decision
 from app.providers.attachments import estimated_tokens
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
@@ -60,9 +60,6 @@ class Answered:
 
 
 CallOutcome = Refused | Unanswered | Answered
-
-
-GUARDRAIL_BLOCKED = "guardrail_blocked"
 
 
 class OutputGuards(Protocol):
@@ -115,7 +112,7 @@ async def governed_call(
     guard = await governance.outputs.output_guard() if governance.outputs is not None else None
     if isinstance(guard, Decision):
         journal.decision(guard)
-        return Unanswered(GUARDRAIL_BLOCKED, _blocked_reason(guard), ModelUsage(model, 0, 0, kind=kind))
+        return Unanswered(GUARDRAIL_BLOCKED, blocked_reason(guard), ModelUsage(model, 0, 0, kind=kind))
     hold = None
     if governance.quota is not None and (hold := await governance.quota.reserve(prompt_tokens + cap)) is None:
         return Refused("quota_exceeded", "the tenant's token quota for this period is spent")
@@ -135,7 +132,7 @@ async def governed_call(
             if isinstance(exc, asyncio.CancelledError):
                 raise
             if isinstance(exc, _Blocked):
-                return Unanswered(GUARDRAIL_BLOCKED, _blocked_reason(exc.decision), usage)
+                return Unanswered(GUARDRAIL_BLOCKED, blocked_reason(exc.decision), usage)
             call.failed(exc.code)
             return Unanswered(exc.code, exc.message, usage)
         taken = conversation_call_ids(request.messages) if call_ids is None else call_ids
@@ -211,10 +208,6 @@ def _released(journal: TurnJournal, call: ModelCall, text: str) -> None:
     if text:
         call.text()
         journal.event(MessageDelta(text=text))
-
-
-def _blocked_reason(decision: Decision) -> str:
-    return decision.reason or f"the reply was blocked by policy {decision.rule_id}"
 
 
 def model_name(request: ModelRequest) -> str:

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.governance import gate
 from app.models import Message, PolicyDecision, TurnEvent
 from tests.approvals.helpers import ended, events, open_session, run_turn, start_turn, turn_id
+from tests.autonomy.support import AUTONOMY, plan
 from tests.conftest import TokenFactory
 from tests.factories import scripted_config
 from tests.sse import Frame, read_turn
@@ -182,3 +183,20 @@ async def test_no_output_rule_no_guard(
     _, frames = await run_turn(client, alice, scripted_config({"text": REPLY}, policies=REDACT))
     assert ended(frames)["final_output"] == GUARDED
     assert len(made) == 1
+
+
+async def test_an_autonomous_turn_is_guarded_in_its_plan_steps_and_summary(
+    any_backend: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    steps = (plan("look it up"), {"text": f"found {CARD}"}, {"text": f"summary: the card is {CARD}"})
+    config = scripted_config(*steps, autonomy=AUTONOMY, policies=REDACT)
+    session = await open_session(any_backend, alice, config)
+    url = f"/sessions/{session['id']}/turns"
+    frames = await read_turn(any_backend, "POST", url, json={"input": "go", "mode": "autonomous"}, headers=alice)
+    end = ended(frames)
+    assert end["status"] == "completed"
+    assert end["final_output"] == "summary: the card is [REDACTED:credit_card]"
+    assert [e["output"] for e in events(frames, "plan.step.completed")] == ["found [REDACTED:credit_card]"]
+    assert_clean(frames_text(frames))
+    redactions = [e for e in events(frames, "policy.decision") if e["point"] == "output"]
+    assert [(e["rule_id"], e["match_count"]) for e in redactions] == [("cards", 1), ("cards", 1)]

@@ -19,9 +19,8 @@ from langgraph.runtime import Runtime
 
 from app.core import tracing
 from app.governance import receipts
-from app.governance.gate import judge_result, result_screen
+from app.governance.gate import judged_result
 from app.governance.policy import HASH_UNAVAILABLE, Decision, PolicySet, blacklist_decision, decide_tool
-from app.governance.screening import REFUSED_RESULT
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
 from app.graph.state import HumanDecision, TurnState
@@ -164,14 +163,9 @@ async def _settle(
 async def _screened(ctx: TurnContext, call: ToolCall, result: ToolResult, policy: PolicySet | Decision) -> ToolResult:
     """What the model sees of a result: redacted, or a refusal when a rule denies it (or the rules
     cannot be read); the result itself when no `tool_result` rule takes this tool."""
-    screen = result_screen(policy, call.name)
-    if screen is None:
+    judged = await judged_result(policy, call.name, result.content)
+    if judged is None:
         return result
-    if isinstance(screen, Decision):
-        refusal = dataclasses.replace(screen, point="tool_result")
-        ctx.journal.decision(refusal, tool_call_id=call.id, tool_name=call.name)
-        return ToolResult(REFUSED_RESULT.format(reason=refusal.reason), is_error=True)
-    judged = await judge_result(screen, result.content)
     for decision in judged.decisions:
         ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
     return ToolResult(judged.text, is_error=result.is_error or judged.denied is not None)
