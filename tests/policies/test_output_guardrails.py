@@ -19,7 +19,7 @@ from app.models import Message, PolicyDecision, TurnEvent
 from tests.approvals.helpers import ended, events, open_session, run_turn, start_turn, turn_id
 from tests.autonomy.support import AUTONOMY, plan
 from tests.conftest import TokenFactory
-from tests.factories import scripted_config
+from tests.factories import create_agent, scripted_config
 from tests.sse import Frame, read_turn
 
 CARD = "4111 1111 1111 1111"
@@ -200,3 +200,21 @@ async def test_an_autonomous_turn_is_guarded_in_its_plan_steps_and_summary(
     assert_clean(frames_text(frames))
     redactions = [e for e in events(frames, "policy.decision") if e["point"] == "output"]
     assert [(e["rule_id"], e["match_count"]) for e in redactions] == [("cards", 1), ("cards", 1)]
+
+
+async def test_the_adapter_streams_carry_only_the_guarded_text(
+    client: httpx.AsyncClient, alice: dict[str, str]
+) -> None:
+    agent = await create_agent(client, alice, scripted_config({"text": REPLY}, policies=REDACT))
+    ag_ui = {
+        "threadId": "guard-1",
+        "runId": str(uuid.uuid4()),
+        "messages": [{"id": "m1", "role": "user", "content": "hi"}],
+    }
+    question = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    ai_sdk = {"id": "guard-2", "trigger": "submit-message", "messages": [question]}
+    for url, body in ((f"/ag-ui/agents/{agent['id']}", ag_ui), (f"/ai-sdk/agents/{agent['id']}/chat", ai_sdk)):
+        response = await client.post(url, json=body, headers=alice)
+        assert response.status_code == 200, response.text
+        assert "[REDACTED:credit_card]" in response.text
+        assert_clean(response.text)
