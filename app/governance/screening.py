@@ -8,6 +8,7 @@ acted, what matched it (a detector's name, or `regex`) and how often; never the 
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 from collections import Counter
 from collections.abc import Iterable
@@ -74,11 +75,15 @@ class Screen:
     def hits(self, text: str) -> list[Hit]:
         """Non-overlapping matches in text order; raises what a pattern raises (callers fail closed)."""
         taken: list[Hit] = []
+        starts: list[int] = []
         for rule in self.rules:
             for start, end in rule.find(text):
-                if not any(start < other.end and other.start < end for other in taken):
-                    taken.append(Hit(rule, start, end))
-        return sorted(taken, key=lambda hit: hit.start)
+                at = bisect.bisect_left(starts, start)
+                if (at > 0 and taken[at - 1].end > start) or (at < len(taken) and taken[at].start < end):
+                    continue
+                taken.insert(at, Hit(rule, start, end))
+                starts.insert(at, start)
+        return taken
 
     def decisions(self, counts: Counter[TextRule]) -> list[Decision]:
         """One receipt per rule that matched, in precedence order, with how often it did."""

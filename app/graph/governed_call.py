@@ -79,6 +79,10 @@ class CallGovernance:
     outputs: OutputGuards | None = None
 
 
+LONG_DELTA_CHARS = 4096
+"""A delta longer than this (a provider that sends its reply in one piece) is screened off the event loop."""
+
+
 class _Blocked(Exception):
     def __init__(self, decision: Decision) -> None:
         super().__init__(decision.reason)
@@ -186,7 +190,7 @@ async def _guarded_stream(
                 response = item
                 break
             streamed.append(item.text)
-            _released(journal, call, guard.feed(item.text))
+            _released(journal, call, await _fed(guard, item.text))
             if guard.blocked is not None:
                 raise _Blocked(guard.blocked)
         else:
@@ -202,6 +206,13 @@ async def _guarded_stream(
         if (close := getattr(events, "aclose", None)) is not None:
             await close()
     return dataclasses.replace(response, text=guard.text)
+
+
+async def _fed(guard: OutputGuard, text: str) -> str:
+    """`guard.feed`, in a worker thread for a delta too long to scan on the event loop."""
+    if len(text) <= LONG_DELTA_CHARS:
+        return guard.feed(text)
+    return await asyncio.to_thread(guard.feed, text)
 
 
 def _released(journal: TurnJournal, call: ModelCall, text: str) -> None:
