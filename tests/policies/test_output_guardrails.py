@@ -7,6 +7,7 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,10 +16,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.governance import gate
-from app.models import Message, PolicyDecision, TurnEvent
+from app.models import Message, PolicyDecision, TurnEvent, WebhookDelivery
+from app.settings import WebhookSettings
 from tests.approvals.helpers import ended, events, open_session, run_turn, start_turn, turn_id
 from tests.autonomy.support import AUTONOMY, plan
-from tests.conftest import TokenFactory
+from tests.conftest import TokenFactory, make_settings, running_app
 from tests.factories import create_agent, scripted_config
 from tests.sse import Frame, read_turn
 
@@ -218,3 +220,25 @@ async def test_the_adapter_streams_carry_only_the_guarded_text(
         assert response.status_code == 200, response.text
         assert "[REDACTED:credit_card]" in response.text
         assert_clean(response.text)
+
+
+async def test_webhook_payloads_carry_only_the_guarded_text(
+    database_url: str, sql: AsyncEngine, tmp_path: Path, tenant: str, auth_headers: TokenFactory
+) -> None:
+    hooks = WebhookSettings(allowed_hosts=["127.0.0.1"], poll_seconds=60)
+    admin = auth_headers(tenant, "root", roles=["admin"])
+    subscribed = ["message.delta", "message.completed", "policy.decision", "turn.ended"]
+    async with running_app(make_settings(database_url, tmp_path, webhooks=hooks)) as (_, own):
+        hook = await own.post("/webhooks", json={"url": "http://127.0.0.1:9/hook", "events": subscribed}, headers=admin)
+        assert hook.status_code == 201, hook.text
+        _, frames = await run_turn(own, admin, scripted_config({"text": REPLY}, policies=REDACT))
+    async with sql.connect() as conn:
+        rows = await conn.execute(
+            select(WebhookDelivery.event_type, WebhookDelivery.payload).where(
+                WebhookDelivery.turn_id == uuid.UUID(turn_id(frames))
+            )
+        )
+        payloads = {(row.event_type, row.payload) for row in rows}
+    assert {kind for kind, _ in payloads} == set(subscribed)
+    assert any(GUARDED in payload for _, payload in payloads)
+    assert_clean("\n".join(payload for _, payload in payloads))
