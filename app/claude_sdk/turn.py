@@ -33,6 +33,7 @@ from app.governance.budget import Budget, Spent, exceeded, overspent, spent_reas
 from app.governance.gate import judged_result
 from app.governance.output_guard import GUARDRAIL_BLOCKED, blocked_reason
 from app.governance.policy import Decision, arguments_hash
+from app.governance.screening import REFUSED_RESULT
 from app.providers import telemetry
 from app.providers.base import ChatMessage, ModelResponse, ToolCall
 from app.providers.context_windows import estimate_tokens
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 QUOTA_SPENT = "the tenant's token quota for this period is spent"
 CLOSE_WAIT_SECONDS = 30.0
 """How long an in-process tool call waits for its model reply to be recorded (it already streamed)."""
+
+RESULT_NEEDS_A_HUMAN = "a human must approve this result first, which this runtime cannot ask for"
 
 _EVENTS: dict[str, type[EventBody]] = {
     "message.delta": MessageDelta,
@@ -176,12 +179,15 @@ class SdkTurn:
         return self.results[call.id]
 
     async def _screened(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        """What Claude Code (the model) sees of an in-process tool's result: the `tool_result` rules'."""
+        """What Claude Code (the model) sees of an in-process tool's result: the `tool_result` rules'.
+        A result a rule holds for a human is withheld: Claude Code cannot wait for one inside a tool call."""
         judged = await judged_result(await self.services.governance.current("tool_result"), call.name, result.content)
         if judged is None:
             return result
         for decision in judged.decisions:
             self.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
+        if judged.gated is not None:
+            return ToolResult(REFUSED_RESULT.format(reason=RESULT_NEEDS_A_HUMAN), is_error=True)
         return ToolResult(judged.text, is_error=result.is_error or judged.denied is not None)
 
     async def execute(self, call: ToolCall, key: str) -> ToolResult:

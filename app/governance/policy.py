@@ -70,7 +70,7 @@ _POINT_VERDICTS: dict[str, tuple[str, ...]] = {
     "pre_llm": ("allow", "deny", "requires_approval"),
     "tool": ("allow", "deny", "requires_approval"),
     "output": ("allow", "deny", "redact"),
-    "tool_result": ("allow", "deny", "redact"),
+    "tool_result": ("allow", "deny", "redact", "requires_approval"),
 }
 _TEXT_CONDITION = {"output": "output_regex", "tool_result": "result_regex"}
 

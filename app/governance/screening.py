@@ -130,10 +130,13 @@ class Judged:
     text: str
     decisions: list[Decision]
     denied: Decision | None = None
+    gated: Decision | None = None
+    """A `requires_approval` rule matched: `text` (redacted by the other rules) waits for a human."""
 
 
 def judge_text(screen: Screen, text: str) -> Judged:
-    """Deny if a `deny` rule matches (its receipt first, the text withheld); otherwise the redacted text."""
+    """Deny if a `deny` rule matches (its receipt only, the text withheld); otherwise the redacted text,
+    gated when a `requires_approval` rule matches."""
     try:
         hits = screen.hits(text)
     except Exception as exc:
@@ -145,4 +148,5 @@ def judge_text(screen: Screen, text: str) -> Judged:
     if denied is not None:
         reason = denied.reason or f"rule {denied.rule_id}"
         return Judged(REFUSED_RESULT.format(reason=reason), [denied], denied)
-    return Judged(redacted(text, hits), decisions)
+    gated = next((d for d in decisions if d.verdict == "requires_approval"), None)
+    return Judged(redacted(text, hits), decisions, gated=gated)

@@ -149,6 +149,7 @@ class TurnRecorder:
                     name=request.call.name,
                     arguments=request.call.arguments,
                     reason=request.decision.reason,
+                    result=request.result,
                 )
             )
         return [ids[request.call.id] for request in requests]

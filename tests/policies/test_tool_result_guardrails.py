@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.governance.policy import ENGINE_ERROR_RULE_ID, HASH_UNAVAILABLE, Decision, PolicySet, parse_rules
@@ -14,7 +15,7 @@ from app.graph.nodes.execute_tools import execute_tools
 from app.providers.base import ToolCall
 from app.runtime.port.journal import Continued
 from app.tools.ledger_keys import idempotency_key
-from tests.approvals.helpers import ended, events, ledger, run_turn, turn_id
+from tests.approvals.helpers import decide, ended, events, ledger, run_turn, turn_id
 from tests.factories import scripted_config
 from tests.graph.memory import MemoryJournal, node_runtime
 
@@ -87,3 +88,41 @@ async def test_rules_that_cannot_be_read_refuse_a_result_sent_again() -> None:
     update = await execute_tools(state, runtime)
     assert update["results"]["c1"].content == "withheld by policy: policy engine error: ValueError"
     assert [(d.point, d.rule_id) for d, *_ in journal.receipts] == [("tool_result", ENGINE_ERROR_RULE_ID)]
+
+
+HUMAN_READS_INVOICES = {
+    "id": "invoices-need-a-human",
+    "point": "tool_result",
+    "tool": "echo",
+    "result_regex": "(?i)invoice",
+    "verdict": "requires_approval",
+    "reason": "a human checks invoices before the model reads them",
+}
+ECHO_INVOICE = {"tool_calls": [{"name": "echo", "arguments": {"text": f"invoice 7 paid with {SECRET}"}}]}
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+async def test_a_held_result_waits_for_a_human_who_approves_it_into_the_prompt(
+    any_backend: httpx.AsyncClient, alice: dict[str, str], decision: str
+) -> None:
+    config = scripted_config(ECHO_INVOICE, {"text": "thanks"}, policies=[REDACT_KEYS, HUMAN_READS_INVOICES])
+    session, frames = await run_turn(any_backend, alice, config)
+    assert ended(frames)["status"] == "interrupted"
+    assert events(frames, "tool_call.completed") == []
+    [required] = events(frames, "approval.required")
+    shown = "invoice 7 paid with [REDACTED:api_key]"
+    assert required["result"] == shown
+    approval = (await any_backend.get(f"/approvals/{required['approval_id']}", headers=alice)).json()
+    assert approval["result"] == shown
+
+    resumed = await decide(any_backend, alice, required["approval_id"], decision, reason="checked")
+    assert ended(resumed)["status"] == "completed"
+    [completed] = events(resumed, "tool_call.completed")
+    expected = shown if decision == "approve" else "denied by a human: checked"
+    assert completed["result"] == expected
+    messages = (await any_backend.get(f"/sessions/{session['id']}/messages", headers=alice)).json()["items"]
+    assert [m["content"] for m in messages if m["role"] == "tool"] == [expected]
+    human = [e for e in events(resumed, "policy.decision") if e["point"] == "human"]
+    assert [(e["verdict"], e["rule_id"]) for e in human] == [(decision, "invoices-need-a-human")]
+    seen = [f.data for f in [*frames, *resumed] if f.event not in ("tool_call.requested", "approval.required")]
+    assert SECRET not in json.dumps(seen)  # the call's own arguments carry it; no result does

@@ -1,4 +1,5 @@
-"""output guard: a receipt of the output and tool_result points names its detector and match count
+"""output guard: a receipt of the output and tool_result points names its detector and match count;
+an approval of a tool's result holds the result the human approves into the prompt
 
 Revision ID: 0027_output_guard
 Revises: 0025_quota_reservations
@@ -20,9 +21,13 @@ def upgrade() -> None:
     with op.batch_alter_table("policy_decisions") as batch:
         batch.add_column(sa.Column("detector", sa.String(length=32), nullable=True))
         batch.add_column(sa.Column("match_count", sa.Integer(), nullable=True))
+    with op.batch_alter_table("approvals") as batch:
+        batch.add_column(sa.Column("result", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("approvals") as batch:
+        batch.drop_column("result")
     with op.batch_alter_table("policy_decisions") as batch:
         batch.drop_column("match_count")
         batch.drop_column("detector")

@@ -137,6 +137,8 @@ class ApprovalRequired(EventBody):
     name: str
     arguments: dict[str, Any]
     reason: str | None
+    result: str | None = None
+    """A `tool_result` rule's approval: the tool's result the human is asked to let into the prompt."""
 
 
 class ContextDegraded(EventBody):

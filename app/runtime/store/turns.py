@@ -114,6 +114,7 @@ def approval_row(ident: TurnIdentity, owner_sub: str, request: ApprovalRequest) 
         "turn_id": ident.turn_id, "owner_sub": owner_sub, "loop": request.loop, "tool_call_id": call.id,
         "tool_name": call.name, "arguments": call.arguments, "arguments_hash": arguments_hash(call.arguments),
         "reason": decision.reason, "rule_id": decision.rule_id, "status": "pending", "created_at": utcnow(),
+        "result": request.result,
     }  # fmt: skip
 
 
