@@ -148,6 +148,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             session_factory, tenant_id=tenant_id, user_sub=user_sub, agent_id=agent_id
         ),
         files=FileContents(sql, FileStore(settings.files.store_dir)),
+        output_holdback=settings.guardrails.output_guard_holdback_chars,
     )
     turns = TurnManager(engine=engine, sql=sql, services=services, listen=not is_sqlite(url))
     turn_engine = TurnEngine(

@@ -191,6 +191,14 @@ class EvalSettings(BaseSettings):
     """How often each replica looks for eval runs nobody runs (new ones, or a dead replica's)."""
 
 
+class GuardrailSettings(BaseSettings):
+    """The `output` point's streaming guard (app/governance/output_guard.py)."""
+
+    model_config = _group("")
+    output_guard_holdback_chars: int = Field(default=256, ge=16, le=65536)
+    """The most of a reply's tail held back while it could still become a match."""
+
+
 class ObservabilitySettings(BaseSettings):
     """Logs, traces (DESIGN.md "Operations")."""
 
@@ -278,6 +286,7 @@ class Settings(BaseSettings):
     claude_sdk: ClaudeSdkSettings = Field(default_factory=ClaudeSdkSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     evals: EvalSettings = Field(default_factory=EvalSettings)
+    guardrails: GuardrailSettings = Field(default_factory=GuardrailSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     pricing: PricingSettings = Field(default_factory=PricingSettings)

@@ -27,6 +27,8 @@ class Approval(BaseModel):
     decided_channel: str | None = None
     decided_at: datetime | None
     created_at: datetime
+    result: str | None = None
+    """A `tool_result` rule's approval: the call ran; approving lets this result into the prompt."""
 
 
 class ApprovalDecision(BaseModel):

@@ -231,7 +231,7 @@ class AutonomousRuntime:
             output_schema=schema,
         )
         spent = totals.spent()
-        governance = CallGovernance(_budget(run), spent, services.quota)
+        governance = CallGovernance(_budget(run), spent, services.quota, services.governance)
         outcome = await governed_call(request, governance, provider=services.provider, journal=journal, kind="plan")
         if isinstance(outcome, Refused):
             return totals.progress(status="budget_exceeded", error=exceeded(outcome.code, outcome.reason, spent))

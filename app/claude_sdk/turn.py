@@ -25,11 +25,15 @@ from opentelemetry import context as otel_context
 
 from app.claude_sdk.events import EventMapper, ModelCall
 from app.claude_sdk.gate import ToolGate, Verdict
+from app.claude_sdk.reply_guard import ReplyGuard
 from app.claude_sdk.surface import ToolSurface
 from app.core import tracing
 from app.core.metrics import TOOL_CALLS
 from app.governance.budget import Budget, Spent, exceeded, overspent, spent_reason
+from app.governance.gate import judged_result
+from app.governance.output_guard import GUARDRAIL_BLOCKED, blocked_reason
 from app.governance.policy import Decision, arguments_hash
+from app.governance.screening import REFUSED_RESULT
 from app.providers import telemetry
 from app.providers.base import ChatMessage, ModelResponse, ToolCall
 from app.providers.context_windows import estimate_tokens
@@ -58,6 +62,8 @@ log = logging.getLogger(__name__)
 QUOTA_SPENT = "the tenant's token quota for this period is spent"
 CLOSE_WAIT_SECONDS = 30.0
 """How long an in-process tool call waits for its model reply to be recorded (it already streamed)."""
+
+RESULT_NEEDS_A_HUMAN = "a human must approve this result first, which this runtime cannot ask for"
 
 _EVENTS: dict[str, type[EventBody]] = {
     "message.delta": MessageDelta,
@@ -107,6 +113,8 @@ class SdkTurn:
         """The model call streaming now (`chat {model}`)."""
         self._trace = otel_context.get_current()
         """The turn's trace context (`invoke_agent`), for the tool calls Claude Code calls back into."""
+        self._reply: ReplyGuard | None = None
+        """The `output` rules on the model call streaming now; None when none is in force."""
 
     # -- the gate's recorder ------------------------------------------------------------------
 
@@ -166,8 +174,21 @@ class SdkTurn:
         key = self.key(call.id)
         await self.journal.dispatched(key, self.progress.loop_count, call)
         result = await self.execute(call, key)
-        self.results[call.id] = await self.journal.ledger_put(key, self.progress.loop_count, call, result)
+        result = await self.journal.ledger_put(key, self.progress.loop_count, call, result)
+        self.results[call.id] = await self._screened(call, result)
         return self.results[call.id]
+
+    async def _screened(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """What Claude Code (the model) sees of an in-process tool's result: the `tool_result` rules'.
+        A result a rule holds for a human is withheld: Claude Code cannot wait for one inside a tool call."""
+        judged = await judged_result(await self.services.governance.current("tool_result"), call.name, result.content)
+        if judged is None:
+            return result
+        for decision in judged.decisions:
+            self.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
+        if judged.gated is not None:
+            return ToolResult(REFUSED_RESULT.format(reason=RESULT_NEEDS_A_HUMAN), is_error=True)
+        return ToolResult(judged.text, is_error=result.is_error or judged.denied is not None)
 
     async def execute(self, call: ToolCall, key: str) -> ToolResult:
         """Run an in-process tool call through the turn's toolbox (its dispatch is recorded already)."""
@@ -223,8 +244,12 @@ class SdkTurn:
                     self._span = spans.enter_context(telemetry.model_call("anthropic", self.model, self.max_tokens))
                     if self.had_tools:
                         self.progress.loop_count += 1  # a new model call after a reply that asked for tools
+                    await self._open_reply()
+                if self._reply is not None:
+                    events = [guarded for kind, data in events for guarded in self._reply.events(kind, data)]
                 for kind, data in events:
                     await self._event(kind, data)
+                await self._stop_if_blocked(client)
                 for call in self.mapper.take_closed():
                     await self._closed(client, call)
                     spans.close()
@@ -258,7 +283,21 @@ class SdkTurn:
             TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
         self.journal.event(_EVENTS[kind].model_validate(data))
 
+    async def _open_reply(self) -> None:
+        guard = await self.services.governance.output_guard()
+        self._reply = None if guard is None else ReplyGuard(guard, self.journal)
+
+    async def _stop_if_blocked(self, client: ClaudeSDKClient) -> None:
+        """An `output` deny ends the turn `guardrail_blocked`: Claude Code is interrupted, nothing more is sent."""
+        blocked = self._reply.blocked if self._reply is not None else None
+        if blocked is None or self.stop is not None:
+            return
+        self.stop = ("failed", {"code": GUARDRAIL_BLOCKED, "message": blocked_reason(blocked)})
+        await client.interrupt()
+
     async def _closed(self, client: ClaudeSDKClient, call: ModelCall) -> None:
+        if self._reply is not None:  # the conversation keeps the reply as it was released
+            call.text, self._reply = self._reply.text, None
         self.had_tools = bool(call.tool_calls)
         self.progress.input_tokens += call.input_tokens
         self.progress.output_tokens += call.output_tokens

@@ -37,6 +37,8 @@ class PatternError(ValueError):
 class _Compiled(Protocol):
     def search(self, text: str) -> Any: ...
 
+    def finditer(self, text: str) -> Any: ...
+
 
 def _options() -> Any:
     options = re2.Options()
@@ -60,6 +62,11 @@ def pattern_found(pattern: str, text: str) -> bool:
     lone surrogate; the policy engine turns either into a deny.
     """
     return _compile(pattern).search(text) is not None
+
+
+def pattern_spans(pattern: str, text: str) -> list[tuple[int, int]]:
+    """The `(start, end)` character offsets of the pattern's non-overlapping matches, empty ones left out."""
+    return [span for match in _compile(pattern).finditer(text) if (span := match.span())[0] != span[1]]
 
 
 def _compile(pattern: str) -> _Compiled:

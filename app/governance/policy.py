@@ -1,6 +1,8 @@
 """Policy decision point: rules and an input in, one decision out.
 
-Every turn's prompt (``pre_llm``) and every tool call (``tool``) is judged here. The module is
+Every turn's prompt (``pre_llm``) and every tool call (``tool``) is judged here; the rules of the
+``output`` and ``tool_result`` points are validated here and applied to text by
+app/governance/screening.py. The module is
 pure -- no I/O, no clock, no randomness -- so the same policy and input always give the same
 decision, a receipt's ``policy_hash`` names exactly the rules that produced it, and the most
 security-critical code in the service can be tested exhaustively without a database.
@@ -35,13 +37,16 @@ from pydantic_core import PydanticCustomError
 
 from app.core.bounds import INT32_MAX
 from app.governance.canonical import canonical_json, sha256_hex
+from app.governance.detectors import ResultDetector
 from app.governance.patterns import PatternError, check_pattern, pattern_found
 
-Point = Literal["pre_llm", "tool"]
-Verdict = Literal["allow", "deny", "requires_approval"]
-ReceiptPoint = Literal["pre_llm", "tool", "human"]
-ReceiptVerdict = Literal["allow", "deny", "requires_approval", "approve"]
+Point = Literal["pre_llm", "tool", "output", "tool_result"]
+Verdict = Literal["allow", "deny", "requires_approval", "redact"]
+ReceiptPoint = Literal["pre_llm", "tool", "output", "tool_result", "human"]
+ReceiptVerdict = Literal["allow", "deny", "requires_approval", "redact", "approve"]
 """A receipt also records a human's decision (point `human`, verdict `approve` or `deny`)."""
+TextPoint = Literal["output", "tool_result"]
+"""The points whose rules judge text (a reply, a tool's result) rather than an input or a call."""
 
 BLACKLIST_RULE_ID = "tool_blacklist"
 ENGINE_ERROR_RULE_ID = "engine_error"
@@ -49,7 +54,25 @@ HASH_UNAVAILABLE = "unavailable"
 MAX_REGEX_LENGTH = 1000
 MAX_GLOB_LENGTH = 256
 
-_TOOL_FIELDS = frozenset({"tool", "args"})
+MAX_REPLACEMENT_LENGTH = 128
+
+_FIELD_POINTS: dict[str, frozenset[str]] = {
+    "tool": frozenset({"tool", "tool_result"}),
+    "args": frozenset({"tool"}),
+    "input_regex": frozenset({"pre_llm"}),
+    "max_input_chars": frozenset({"pre_llm"}),
+    "output_regex": frozenset({"output"}),
+    "result_regex": frozenset({"tool_result"}),
+    "detect": frozenset({"output", "tool_result"}),
+    "replacement": frozenset({"output", "tool_result"}),
+}
+_POINT_VERDICTS: dict[str, tuple[str, ...]] = {
+    "pre_llm": ("allow", "deny", "requires_approval"),
+    "tool": ("allow", "deny", "requires_approval"),
+    "output": ("allow", "deny", "redact"),
+    "tool_result": ("allow", "deny", "redact", "requires_approval"),
+}
+_TEXT_CONDITION = {"output": "output_regex", "tool_result": "result_regex"}
 
 
 class PolicyRule(BaseModel):
@@ -65,20 +88,48 @@ class PolicyRule(BaseModel):
     args: dict[str, Any] | None = None
     input_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
     max_input_chars: StrictInt | None = Field(default=None, ge=1, le=INT32_MAX)
+    output_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
+    result_regex: str | None = Field(default=None, min_length=1, max_length=MAX_REGEX_LENGTH)
+    detect: ResultDetector | None = None
+    """A built-in detector (app/governance/detectors.py); `injection` only at `tool_result`."""
+    replacement: str | None = Field(default=None, max_length=MAX_REPLACEMENT_LENGTH)
+    """What a `redact` puts in place of each match; default `[REDACTED:<detector>]`."""
 
-    @field_validator("tool", "args", "input_regex", "max_input_chars")
+    @field_validator("verdict")
+    @classmethod
+    def _verdict_at_point(cls, value: str, info: ValidationInfo) -> str:
+        point = info.data.get("point")
+        allowed = _POINT_VERDICTS.get(point or "", ())
+        if point is None or value in allowed:
+            return value
+        raise PydanticCustomError(
+            "policy_verdict_point",
+            "verdict '{verdict}' is not allowed when point is '{point}' (allowed: {allowed})",
+            {"verdict": value, "point": point, "allowed": ", ".join(allowed)},
+        )
+
+    @field_validator(*_FIELD_POINTS)
     @classmethod
     def _belongs_to_point(cls, value: object, info: ValidationInfo) -> object:
         point = info.data.get("point")
         field = info.field_name or ""
-        owner = "tool" if field in _TOOL_FIELDS else "pre_llm"
-        if value is None or point is None or point == owner:
+        owners = _FIELD_POINTS[field]
+        if value is None or point is None or point in owners:
             return value
         raise PydanticCustomError(
             "policy_field_point",
-            "{field} is only allowed when point is '{owner}'",
-            {"field": field, "owner": owner},
+            "{field} is only allowed when point is {owner}",
+            {"field": field, "owner": " or ".join(f"'{owner}'" for owner in sorted(owners))},
         )
+
+    @field_validator("detect")
+    @classmethod
+    def _injection_reads_results(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value == "injection" and info.data.get("point") == "output":
+            raise PydanticCustomError(
+                "policy_detector_point", "detect 'injection' is only allowed when point is 'tool_result'"
+            )
+        return value
 
     @field_validator("tool")
     @classmethod
@@ -87,9 +138,9 @@ class PolicyRule(BaseModel):
             raise PydanticCustomError("policy_tool_required", "tool is required when point is 'tool'")
         return value
 
-    @field_validator("input_regex")
+    @field_validator("input_regex", "output_regex", "result_regex")
     @classmethod
-    def _regex_compiles(cls, value: str | None) -> str | None:
+    def _regex_compiles(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return value
         try:
@@ -97,8 +148,8 @@ class PolicyRule(BaseModel):
         except PatternError as exc:
             raise PydanticCustomError(
                 "invalid_pattern",
-                "input_regex is not a valid regular expression: {error}",
-                {"error": str(exc)},
+                "{field} is not a valid regular expression: {error}",
+                {"field": info.field_name, "error": str(exc)},
             ) from exc
         return value
 
@@ -110,6 +161,24 @@ class PolicyRule(BaseModel):
                 "a pre_llm rule needs input_regex or max_input_chars",
             )
         return self
+
+    @model_validator(mode="after")
+    def _text_rule_has_one_condition(self) -> Self:
+        field = _TEXT_CONDITION.get(self.point)
+        if field is None:
+            return self
+        if (getattr(self, field) is None) == (self.detect is None):
+            raise PydanticCustomError(
+                "policy_text_condition",
+                "a {point} rule needs exactly one of {field} and detect",
+                {"point": self.point, "field": field},
+            )
+        return self
+
+    @property
+    def text_pattern(self) -> str | None:
+        """The user-written pattern of an `output` or `tool_result` rule."""
+        return self.output_regex or self.result_regex
 
 
 def _ids_unique(rules: list[PolicyRule]) -> list[PolicyRule]:
@@ -170,11 +239,14 @@ class Decision:
     decided_by: str | None = None
     arguments_sha256: str | None = None
     edited_arguments_sha256: str | None = None
+    detector: str | None = None
+    """Points `output` and `tool_result`: what matched (a detector's name, or `regex`), never the text."""
+    match_count: int | None = None
 
 
 def evaluate_pre_llm(policy: PolicySet, input_text: str) -> Decision:
     """Judge a turn's input; raises on engine errors (callers use ``decide_pre_llm``)."""
-    for rule in _rules_at(policy, "pre_llm"):
+    for rule in rules_at(policy, "pre_llm"):
         if _matches_input(rule, input_text):
             return _decision_from(rule, policy)
     return Decision("pre_llm", "allow", None, None, policy.policy_hash)
@@ -187,7 +259,7 @@ def evaluate_tool(policy: PolicySet, tool_name: str, arguments: dict[str, Any]) 
     blacklisted = blacklist_decision(policy, tool_name)
     if blacklisted is not None:
         return blacklisted
-    for rule in _rules_at(policy, "tool"):
+    for rule in rules_at(policy, "tool"):
         if _matches_call(rule, tool_name, arguments):
             return _decision_from(rule, policy)
     return Decision("tool", "allow", None, None, policy.policy_hash)
@@ -227,7 +299,8 @@ def _rule_document(rule: PolicyRule) -> dict[str, Any]:
     return rule.model_dump(mode="json", exclude_none=True)
 
 
-def _rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
+def rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
+    """The set's rules of one point, in precedence order (the tenant's first)."""
     return (rule for rule in chain(policy.tenant_rules, policy.agent_rules) if rule.point == point)
 
 
@@ -259,11 +332,11 @@ def _engine_error(point: Point, policy: PolicySet, exc: Exception) -> Decision:
         policy_hash = policy.policy_hash
     except Exception:
         policy_hash = HASH_UNAVAILABLE
-    reason = f"policy engine error: {_type_name(exc)}"
+    reason = f"policy engine error: {exception_name(exc)}"
     return Decision(point, "deny", ENGINE_ERROR_RULE_ID, reason, policy_hash)
 
 
-def _type_name(exc: Exception) -> str:
+def exception_name(exc: Exception) -> str:
     kind = type(exc)
     if kind.__module__ == "builtins":
         return kind.__qualname__

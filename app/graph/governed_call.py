@@ -5,6 +5,10 @@ the call: the budget (app/governance/budget.py) must have room and caps the call
 and the tenant's quota reserves the call's worst case (app/runtime/store/quota.py). After it: the
 reservation settles to the real usage, and the reply with its usage is recorded. A call that fails
 or is cancelled midway still records what it cost (the estimated prompt and the streamed text).
+
+When an `output` rule is in force, the reply's deltas pass the output guard
+(app/governance/output_guard.py) on their way to the log, and the recorded reply is the guarded
+text; a `deny` ends the call `guardrail_blocked`. With no such rule there is no guard on the path.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.governance.budget import Budget, Spent, call_cap, overspent, spent_reason
+from app.governance.output_guard import GUARDRAIL_BLOCKED, OutputGuard, blocked_reason
+from app.governance.policy import Decision
 from app.providers.attachments import estimated_tokens
 from app.providers.base import ChatMessage, ModelRequest, ModelResponse, Provider, ProviderError, TextDelta
 from app.providers.call_ids import conversation_call_ids, with_own_ids
@@ -55,13 +62,31 @@ class Answered:
 CallOutcome = Refused | Unanswered | Answered
 
 
+class OutputGuards(Protocol):
+    async def output_guard(self) -> OutputGuard | Decision | None:
+        """A guard for one reply, the deny that stands in for it, or None when no output rule is in force."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class CallGovernance:
-    """What one call is governed by: the turn's budget, what the turn has spent, the tenant's quota."""
+    """What one call is governed by: the turn's budget, what the turn has spent, the tenant's quota,
+    and the policies' `output` rules."""
 
     budget: Budget
     spent: Spent
     quota: QuotaGate | None
+    outputs: OutputGuards | None = None
+
+
+LONG_DELTA_CHARS = 4096
+"""A delta longer than this (a provider that sends its reply in one piece) is screened off the event loop."""
+
+
+class _Blocked(Exception):
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.reason)
+        self.decision = decision
 
 
 async def governed_call(
@@ -87,21 +112,31 @@ async def governed_call(
     if cap < 1:
         reason = f"a prompt of about {prompt_tokens} tokens does not fit what is left of the turn's budget"
         return Refused("budget_exceeded", reason)
+    model = model_name(request)
+    guard = await governance.outputs.output_guard() if governance.outputs is not None else None
+    if isinstance(guard, Decision):
+        journal.decision(guard)
+        return Unanswered(GUARDRAIL_BLOCKED, blocked_reason(guard), ModelUsage(model, 0, 0, kind=kind))
     hold = None
     if governance.quota is not None and (hold := await governance.quota.reserve(prompt_tokens + cap)) is None:
         return Refused("quota_exceeded", "the tenant's token quota for this period is spent")
-    model = model_name(request)
     streamed: list[str] = []
     with model_call(provider_name, model, cap) as call:
         try:
-            response = await _stream(provider, journal, dataclasses.replace(request, max_tokens=cap), call, streamed)
-        except (ProviderError, asyncio.CancelledError) as exc:
+            capped = dataclasses.replace(request, max_tokens=cap)
+            if guard is None:
+                response = await _stream(provider, journal, capped, call, streamed)
+            else:
+                response = await _guarded_stream(provider, journal, capped, call, streamed, guard)
+        except (ProviderError, asyncio.CancelledError, _Blocked) as exc:
             usage = ModelUsage(model, prompt_tokens, estimate_tokens("".join(streamed), provider_name), kind=kind)
             journal.unanswered_call(usage)
             if hold is not None:
                 journal.quota_settled(hold, usage.input_tokens + usage.output_tokens)
             if isinstance(exc, asyncio.CancelledError):
                 raise
+            if isinstance(exc, _Blocked):
+                return Unanswered(GUARDRAIL_BLOCKED, blocked_reason(exc.decision), usage)
             call.failed(exc.code)
             return Unanswered(exc.code, exc.message, usage)
         taken = conversation_call_ids(request.messages) if call_ids is None else call_ids
@@ -136,6 +171,54 @@ async def _stream(
         else:
             return item
     raise ProviderError("provider_error", "the model stream ended without a response")
+
+
+async def _guarded_stream(
+    provider: Provider,
+    journal: TurnJournal,
+    request: ModelRequest,
+    call: ModelCall,
+    streamed: list[str],
+    guard: OutputGuard,
+) -> ModelResponse:
+    """`_stream` through the guard: only released text is sent, the reply recorded is the guarded text;
+    receipts of the rules that acted follow the reply's text. Raises `_Blocked` on a deny."""
+    events = provider.stream(request)
+    try:
+        async for item in events:
+            if not isinstance(item, TextDelta):
+                response = item
+                break
+            streamed.append(item.text)
+            _released(journal, call, await _fed(guard, item.text))
+            if guard.blocked is not None:
+                raise _Blocked(guard.blocked)
+        else:
+            raise ProviderError("provider_error", "the model stream ended without a response")
+        raw = "".join(streamed)
+        rest = response.text[len(raw) :] if response.text.startswith(raw) else ""
+        _released(journal, call, guard.feed(rest) + guard.finish())
+        if guard.blocked is not None:
+            raise _Blocked(guard.blocked)
+    finally:
+        for decision in guard.decisions():
+            journal.decision(decision)
+        if (close := getattr(events, "aclose", None)) is not None:
+            await close()
+    return dataclasses.replace(response, text=guard.text)
+
+
+async def _fed(guard: OutputGuard, text: str) -> str:
+    """`guard.feed`, in a worker thread for a delta too long to scan on the event loop."""
+    if len(text) <= LONG_DELTA_CHARS:
+        return guard.feed(text)
+    return await asyncio.to_thread(guard.feed, text)
+
+
+def _released(journal: TurnJournal, call: ModelCall, text: str) -> None:
+    if text:
+        call.text()
+        journal.event(MessageDelta(text=text))
 
 
 def model_name(request: ModelRequest) -> str:

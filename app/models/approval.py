@@ -37,3 +37,5 @@ class Approval(IdMixin, TenantMixin, CreatedMixin, Base):
     decided_channel: Mapped[str | None] = mapped_column(String(16))
     """The door the decision came through (`api`, `mcp`, `a2a`)."""
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    result: Mapped[str | None] = mapped_column(Text)
+    """A `tool_result` approval: the result the human approves into the prompt (the call already ran)."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, CreatedMixin, IdMixin, TenantMixin
@@ -27,3 +27,6 @@ class PolicyDecision(IdMixin, TenantMixin, CreatedMixin, Base):
     """Point `human`: who approved or denied; with the hashes of the arguments seen and, if edited, run."""
     arguments_sha256: Mapped[str | None] = mapped_column(String(64))
     edited_arguments_sha256: Mapped[str | None] = mapped_column(String(64))
+    detector: Mapped[str | None] = mapped_column(String(32))
+    """Points `output` and `tool_result`: the detector (or `regex`) that matched and how often; never the text."""
+    match_count: Mapped[int | None] = mapped_column(Integer)

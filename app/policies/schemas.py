@@ -35,6 +35,9 @@ class DecisionReceipt(BaseModel):
     decided_by: str | None = None
     arguments_sha256: str | None = None
     edited_arguments_sha256: str | None = None
+    detector: str | None = None
+    """Points `output` and `tool_result`: what matched (a detector's name, or `regex`), never the text."""
+    match_count: int | None = None
     created_at: datetime
 
 

@@ -98,6 +98,8 @@ class TurnRecorder:
                 decided_by=decision.decided_by,
                 arguments_sha256=decision.arguments_sha256,
                 edited_arguments_sha256=decision.edited_arguments_sha256,
+                detector=decision.detector,
+                match_count=decision.match_count,
             )
         )
 
@@ -147,6 +149,7 @@ class TurnRecorder:
                     name=request.call.name,
                     arguments=request.call.arguments,
                     reason=request.decision.reason,
+                    result=request.result,
                 )
             )
         return [ids[request.call.id] for request in requests]

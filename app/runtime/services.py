@@ -11,7 +11,7 @@ from typing import Any
 from app.auth.signing import SigningKeys, TurnCredentials
 from app.context.engine_client import ContextEngineClient
 from app.core.sql import Sql
-from app.governance.gate import NOT_READ, Governance
+from app.governance.gate import DEFAULT_OUTPUT_HOLDBACK, NOT_READ, Governance
 from app.providers.registry import ProviderRegistry
 from app.runtime.port.journal import FileReader, Progress, TurnJournal, TurnRun, TurnRuntime, TurnServices
 from app.runtime.store.quota import LedgerQuota
@@ -48,8 +48,10 @@ class RunServices:
         outbound: Outbound,
         memory_tools: MemoryToolsFactory | None = None,
         files: FileReader | None = None,
+        output_holdback: int = DEFAULT_OUTPUT_HOLDBACK,
     ) -> None:
         self._sql = sql
+        self._output_holdback = output_holdback
         self.files = files
         self.runtimes = dict(runtimes)
         """By the name an agent's configuration gives in `runtime` (default `langgraph`)."""
@@ -103,6 +105,7 @@ class RunServices:
                 agent_rules=list(snapshot.get("policies", [])),
                 tool_blacklist=list(snapshot.get("tool_blacklist", [])),
                 first_tenant_rules=reads.tenant_rules if reads else NOT_READ,
+                output_holdback=self._output_holdback,
             ),
             context_engine=out.context_engine if context_token else None,
             context_token=context_token,

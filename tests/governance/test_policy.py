@@ -525,7 +525,7 @@ def _pre(**fields: Any) -> dict[str, Any]:
         pytest.param(_pre(max_input_chars=0), ("max_input_chars",), "greater than or equal to 1", id="zero-max-chars"),
         pytest.param(_tool(id=""), ("id",), "at least 1 character", id="empty-id"),
         pytest.param(_tool(id="r" * 129), ("id",), "at most 128 characters", id="long-id"),
-        pytest.param(_tool(point="post_llm"), ("point",), "'pre_llm' or 'tool'", id="unknown-point"),
+        pytest.param(_tool(point="post_llm"), ("point",), "'output' or 'tool_result'", id="unknown-point"),
         pytest.param(_tool(verdict="maybe"), ("verdict",), "'requires_approval'", id="unknown-verdict"),
     ],
 )

@@ -50,9 +50,15 @@ async def test_unreadable_tenant_policies_deny_tool_calls(
     for call in (B, C):
         assert completed[call]["is_error"] is True
         assert completed[call]["result"].startswith("denied by policy: policy engine error")
-    decided = {e["tool_call_id"]: (e["verdict"], e["rule_id"]) for e in events(resumed, "policy.decision")}
-    assert decided == {B: ("deny", "engine_error"), C: ("deny", "engine_error")}
-    assert ended(resumed)["status"] == "completed"
+    judged = [e for e in events(resumed, "policy.decision") if e["point"] != "tool_result"]
+    decided = {e["tool_call_id"]: (e["verdict"], e["rule_id"]) for e in judged}
+    assert decided == {B: ("deny", "engine_error"), C: ("deny", "engine_error"), None: ("deny", "engine_error")}
+    # A ran before the rules broke; what the model sees of its stored result cannot be screened either
+    withheld = [(e["tool_call_id"], e["rule_id"]) for e in events(resumed, "policy.decision") if e not in judged]
+    assert withheld == [(A, "engine_error")]
+    # the next reply cannot be screened by the `output` rules either: it is blocked before the call
+    assert (ended(resumed)["status"], ended(resumed)["error"]["code"]) == ("failed", "guardrail_blocked")
+    assert [e["point"] for e in events(resumed, "policy.decision") if e["tool_call_id"] is None] == ["output"]
     assert {r.tool_call_id: r.result for r in await ledger(sql, turn_id(frames))}[A] == "A"
 
 
@@ -62,8 +68,9 @@ async def test_engine_error_does_not_rejudge_a_call_that_already_ran(
     _, frames = await run_turn(client, alice, gated_config())
     await put_raw_tenant_policies(sql, tenant, INVALID_SETS[0])
     await decide(client, alice, approval_ids(frames)[0])
-    verdicts_for_a = [(r.verdict, r.rule_id) for r in await receipts(sql, turn_id(frames)) if r.tool_call_id == A]
-    assert verdicts_for_a == [("allow", None)]
+    stored = await receipts(sql, turn_id(frames))
+    verdicts_for_a = [(r.point, r.verdict, r.rule_id) for r in stored if r.tool_call_id == A]
+    assert verdicts_for_a == [("tool", "allow", None), ("tool_result", "deny", "engine_error")]
 
 
 async def test_unreadable_tenant_policies_fail_the_turn_before_the_model(

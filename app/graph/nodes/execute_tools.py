@@ -5,6 +5,9 @@ too, but only a decision taken here leaves a receipt on this turn, and a name no
 leaves the service. A call that needs a human interrupts the batch: every later call of the batch
 that needs one too gets its approval at once, calls that already ran keep their results, the rest
 wait for the resume.
+
+A result is judged by the `tool_result` rules once the ledger holds it: the ledger keeps what the
+tool returned (exactly-once), the event log and the conversation get what the model may see.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from app.core import tracing
 from app.governance import receipts
+from app.governance.gate import judged_result
 from app.governance.policy import HASH_UNAVAILABLE, Decision, PolicySet, blacklist_decision, decide_tool
 from app.graph.context import TurnContext
 from app.graph.nodes.common import failed, traced
@@ -33,6 +37,8 @@ from app.tools.mcp_gateway import McpGatewayUnavailable
 class Gate:
     call: ToolCall
     decision: Decision
+    result: str | None = None
+    """A `tool_result` gate: the call ran and this result waits for the human."""
 
 
 @traced("execute_tools")
@@ -58,11 +64,11 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
 
 async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
     key = idempotency_key(str(ctx.ident.session_id), str(ctx.ident.turn_id), call.id)
+    policy = await ctx.governance.current("tool")
     if ctx.continued is not None:
         sent = await ctx.journal.ledger_dispatched(key)
         if sent is not None:  # judged and sent by the lost run: sent again as it was, under its key
-            return await _send(ctx, dataclasses.replace(call, arguments=sent), key, loop)
-    policy = await ctx.governance.current("tool")
+            return await _send(ctx, dataclasses.replace(call, arguments=sent), key, loop, policy)
     if not await ctx.tools.known(call.name):
         policy_hash = policy.policy_hash if isinstance(policy, PolicySet) else HASH_UNAVAILABLE
         return await _deny(ctx, call, key, loop, receipts.unknown_tool(call.name, policy_hash))
@@ -74,25 +80,32 @@ async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDec
         return await _deny(ctx, call, key, loop, refused)
     stored = await ctx.journal.ledger_get(key) if ctx.restored else None
     if stored is not None:
-        if ctx.continued is not None and not ctx.continued.stored("tool_call.completed", call.id):
-            _completed(ctx, call, stored)
-        return stored
+        if human is not None and human.get("result") is not None:
+            return _result_as_the_human_decided(ctx, call, stored, human, policy)
+        seen = await _screened(ctx, call, stored, policy)
+        if (
+            not isinstance(seen, Gate)
+            and ctx.continued is not None
+            and not ctx.continued.stored("tool_call.completed", call.id)
+        ):
+            _completed(ctx, call, seen)
+        return seen
     if isinstance(policy, Decision):  # the set could not be read: fail closed, even over a human's approval
         return await _deny(ctx, call, key, loop, policy)
     if human is not None:
-        return await _as_the_human_decided(ctx, call, key, loop, human, policy.policy_hash)
+        return await _as_the_human_decided(ctx, call, key, loop, human, policy)
     decision = decide_tool(policy, call.name, call.arguments)
     if decision.verdict == "deny":
         return await _deny(ctx, call, key, loop, decision)
     ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
     if decision.verdict == "requires_approval":
         return Gate(call, decision)
-    return await _execute(ctx, call, key, loop)
+    return await _execute(ctx, call, key, loop, policy)
 
 
 async def _as_the_human_decided(
-    ctx: TurnContext, call: ToolCall, key: str, loop: int, human: HumanDecision, policy_hash: str
-) -> ToolResult:
+    ctx: TurnContext, call: ToolCall, key: str, loop: int, human: HumanDecision, policy: PolicySet
+) -> ToolResult | Gate:
     """The human's decision replaces the policy check; its receipt names who, and what they saw and what ran."""
     approve = human["decision"] == "approve"
     edited = human["arguments"] if approve else None  # edited to {} is an edit too
@@ -103,7 +116,7 @@ async def _as_the_human_decided(
         rule_id=human.get("rule_id"),
         seen=call.arguments,
         edited=edited,
-        policy_hash=policy_hash,
+        policy_hash=policy.policy_hash,
     )
     ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
     if not approve:
@@ -112,23 +125,49 @@ async def _as_the_human_decided(
         return await _settle(ctx, call, key, loop, denial, denied=True)
     if edited is not None:
         call = dataclasses.replace(call, arguments=edited)
-    return await _execute(ctx, call, key, loop)
+    return await _execute(ctx, call, key, loop, policy)
 
 
-async def _execute(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
+def _result_as_the_human_decided(
+    ctx: TurnContext, call: ToolCall, stored: ToolResult, human: HumanDecision, policy: PolicySet | Decision
+) -> ToolResult:
+    """A result a `tool_result` rule held for a human: approved, the text the human saw goes into the
+    prompt; denied, a refusal. The ledger keeps what the tool returned either way."""
+    approve = human["decision"] == "approve"
+    receipt = receipts.human(
+        approve=approve,
+        decided_by=human.get("decided_by"),
+        reason=human["reason"],
+        rule_id=human.get("rule_id"),
+        seen=call.arguments,
+        edited=None,
+        policy_hash=policy.policy_hash,
+    )
+    ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
+    if approve:
+        seen = ToolResult(human.get("result") or "", is_error=stored.is_error)
+    else:
+        seen = ToolResult(f"denied by a human: {human['reason'] or 'no reason given'}", is_error=True)
+    _completed(ctx, call, seen)
+    return seen
+
+
+async def _execute(ctx: TurnContext, call: ToolCall, key: str, loop: int, policy: PolicySet) -> ToolResult | Gate:
     await ctx.journal.dispatched(key, loop, call)
-    return await _send(ctx, call, key, loop)
+    return await _send(ctx, call, key, loop, policy)
 
 
-async def _send(ctx: TurnContext, call: ToolCall, key: str, loop: int) -> ToolResult:
+async def _send(
+    ctx: TurnContext, call: ToolCall, key: str, loop: int, policy: PolicySet | Decision
+) -> ToolResult | Gate:
     with tool_call(call.name, call.id, mcp=ctx.tools.is_mcp(call.name)) as span:
         result = await ctx.tools.run(call, key)
         if result.is_error:
             tracing.set_error(span, "tool_error")
-    return await _settle(ctx, call, key, loop, result)
+    return await _settle(ctx, call, key, loop, result, policy=policy)
 
 
-async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult:
+async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision: Decision) -> ToolResult | Gate:
     ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
     reason = decision.reason or f"rule {decision.rule_id}"
     denial = ToolResult(f"denied by policy: {reason}", is_error=True)
@@ -136,13 +175,39 @@ async def _deny(ctx: TurnContext, call: ToolCall, key: str, loop: int, decision:
 
 
 async def _settle(
-    ctx: TurnContext, call: ToolCall, key: str, loop: int, result: ToolResult, *, denied: bool = False
-) -> ToolResult:
-    """Ledger first, then use: if the key was already recorded, the stored result is the result."""
+    ctx: TurnContext,
+    call: ToolCall,
+    key: str,
+    loop: int,
+    result: ToolResult,
+    *,
+    denied: bool = False,
+    policy: PolicySet | Decision | None = None,
+) -> ToolResult | Gate:
+    """Ledger first, then use: if the key was already recorded, the stored result is the result.
+    A tool's own result (`policy` given) then passes the `tool_result` rules, which may hold it for a human."""
     result = await ctx.journal.ledger_put(key, loop, call, result)
     tool_settled(call.name, is_error=result.is_error, denied=denied)
-    _completed(ctx, call, result)
-    return result
+    seen = result if policy is None else await _screened(ctx, call, result, policy)
+    if not isinstance(seen, Gate):
+        _completed(ctx, call, seen)
+    return seen
+
+
+async def _screened(
+    ctx: TurnContext, call: ToolCall, result: ToolResult, policy: PolicySet | Decision
+) -> ToolResult | Gate:
+    """What the model sees of a result: redacted, or a refusal when a rule denies it (or the rules
+    cannot be read), or a gate when a rule wants a human to see it first; the result itself when no
+    `tool_result` rule takes this tool."""
+    judged = await judged_result(policy, call.name, result.content)
+    if judged is None:
+        return result
+    for decision in judged.decisions:
+        ctx.journal.decision(decision, tool_call_id=call.id, tool_name=call.name)
+    if judged.gated is not None:
+        return Gate(call, judged.gated, judged.text)
+    return ToolResult(judged.text, is_error=result.is_error or judged.denied is not None)
 
 
 def _completed(ctx: TurnContext, call: ToolCall, result: ToolResult) -> None:
@@ -161,7 +226,7 @@ async def _request_approvals(
         policy = await ctx.governance.current("tool")
         if isinstance(policy, PolicySet):
             gated += await _also_gated(ctx, policy, later)
-    await ctx.journal.request_approvals([ApprovalRequest(g.call, loop, g.decision) for g in gated])
+    await ctx.journal.request_approvals([ApprovalRequest(g.call, loop, g.decision, g.result) for g in gated])
 
 
 async def _also_gated(ctx: TurnContext, policy: PolicySet, calls: list[ToolCall]) -> list[Gate]:

@@ -31,7 +31,7 @@ async def call_llm(state: TurnState, runtime: Runtime[TurnContext]) -> dict[str,
     except McpGatewayUnavailable as exc:
         return failed("mcp_gateway_unavailable", str(exc))
     spent = spent_of(state)
-    governance = CallGovernance(budget_of(state), spent, ctx.quota)
+    governance = CallGovernance(budget_of(state), spent, ctx.quota, ctx.governance)
     conversation = [*state.get("history", []), *state.get("new_messages", [])]
     request = dataclasses.replace(_request(state, ctx, tools), files=await _files(state, ctx))
     outcome = await governed_call(

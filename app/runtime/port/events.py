@@ -104,9 +104,9 @@ class ToolCallRequested(EventBody):
 
 class PolicyDecisionEvent(EventBody):
     type: Literal["policy.decision"] = "policy.decision"
-    point: Literal["pre_llm", "tool", "human"]
+    point: Literal["pre_llm", "tool", "output", "tool_result", "human"]
     tool_call_id: str | None
-    verdict: Literal["allow", "deny", "requires_approval", "approve"]
+    verdict: Literal["allow", "deny", "requires_approval", "redact", "approve"]
     rule_id: str | None
     reason: str | None
     policy_hash: str
@@ -116,6 +116,10 @@ class PolicyDecisionEvent(EventBody):
     """Point `human`: SHA-256 of the canonical JSON of the arguments the human saw."""
     edited_arguments_sha256: str | None = None
     """Point `human`, approved with edited arguments: SHA-256 of the arguments that ran."""
+    detector: str | None = None
+    """Points `output` and `tool_result`: what matched (a detector's name, or `regex`); never the text."""
+    match_count: int | None = None
+    """Points `output` and `tool_result`: how many matches the rule acted on."""
 
 
 class ToolCallCompleted(EventBody):
@@ -133,6 +137,8 @@ class ApprovalRequired(EventBody):
     name: str
     arguments: dict[str, Any]
     reason: str | None
+    result: str | None = None
+    """A `tool_result` rule's approval: the tool's result the human is asked to let into the prompt."""
 
 
 class ContextDegraded(EventBody):

@@ -49,6 +49,8 @@ class HumanDecision(TypedDict):
     decided_by: NotRequired[str | None]
     rule_id: NotRequired[str | None]
     """The rule that asked for the human (the receipt of the decision names it too)."""
+    result: NotRequired[str | None]
+    """Set when the human judged a tool's result (a `tool_result` rule), not the call: what they saw."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +241,8 @@ class ApprovalRequest:
     call: ToolCall
     loop: int
     decision: Decision
+    result: str | None = None
+    """A `tool_result` gate: the call ran, and this result waits for the human before the model sees it."""
 
 
 class TurnJournal(Protocol):

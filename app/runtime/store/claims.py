@@ -80,7 +80,7 @@ INPUT_JUDGED = Query(
 )
 _DECIDED = select(
     Approval.id, Approval.tool_call_id, Approval.status, Approval.decision_reason, Approval.edited_arguments,
-    Approval.decided_by, Approval.rule_id,
+    Approval.decided_by, Approval.rule_id, Approval.result,
 ).where(
     Approval.tenant_id == bindparam("tenant_id"),
     Approval.turn_id == bindparam("turn_id"),
@@ -119,6 +119,7 @@ def human_decision(approval: Mapping[str, Any]) -> HumanDecision:
         "arguments": approval["edited_arguments"],
         "decided_by": approval["decided_by"],
         "rule_id": approval["rule_id"],
+        "result": approval["result"],
     }
 
 

@@ -105,6 +105,7 @@ def decision_row(
         "tool_name": tool_name, "verdict": decision.verdict, "rule_id": decision.rule_id,
         "reason": decision.reason, "policy_hash": decision.policy_hash, "decided_by": decision.decided_by,
         "arguments_sha256": decision.arguments_sha256, "edited_arguments_sha256": decision.edited_arguments_sha256,
+        "detector": decision.detector, "match_count": decision.match_count,
     }  # fmt: skip
 
 
@@ -115,6 +116,7 @@ def approval_row(ident: TurnIdentity, owner_sub: str, request: ApprovalRequest) 
         "turn_id": ident.turn_id, "owner_sub": owner_sub, "loop": request.loop, "tool_call_id": call.id,
         "tool_name": call.name, "arguments": call.arguments, "arguments_hash": arguments_hash(call.arguments),
         "reason": decision.reason, "rule_id": decision.rule_id, "status": "pending", "created_at": utcnow(),
+        "result": request.result,
     }  # fmt: skip
 
 
