@@ -54,6 +54,7 @@ NOT_READ: Any = object()
 
 class Governance:
     _output_holdback = DEFAULT_OUTPUT_HOLDBACK
+    _latest: PolicySet | None = None
 
     def __init__(
         self,
@@ -74,7 +75,6 @@ class Governance:
         self._raw_agent_rules = agent_rules
         self._blacklist = tuple(tool_blacklist)
         self._read_ahead = first_tenant_rules
-        self._latest: PolicySet | None = None
 
     @cached_property
     def _agent_rules(self) -> tuple[PolicyRule, ...]:
