@@ -63,6 +63,10 @@ async def put_limits(url: str, limits: dict[str, Any]) -> None:
     await _admin_call("PUT", f"{url}/limits", 200, "setting the tenant's limits", limits)
 
 
+async def put_policies(url: str, rules: list[dict[str, Any]]) -> None:
+    await _admin_call("PUT", f"{url}/policies", 200, "replacing the tenant's policies", {"policies": rules})
+
+
 async def create_webhook(url: str, target: str, events: list[str]) -> str:
     resp = await _admin_call("POST", f"{url}/webhooks", 201, "subscribing a webhook", {"url": target, "events": events})
     return str(resp.json()["id"])

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from bench.agents import BENCH_LIMITS, create_webhook, delete_webhook, get_limits, put_limits
+from bench.agents import BENCH_LIMITS, create_webhook, delete_webhook, get_limits, put_limits, put_policies
 from bench.sink import TRACES_PATH, WEBHOOK_PATH
 
 FEATURE_CLIENTS = 10
@@ -24,6 +24,11 @@ FEATURE_SCENARIOS = ("text", "tool")
 FEATURE_LIMITS = {**BENCH_LIMITS, "max_loops": 10, "max_output_tokens": 10_000_000, "max_total_tokens": 10**9}
 """A token quota and every ceiling, all far above what a bench turn uses: checked on every turn, never refusing."""
 WEBHOOK_EVENTS = ["turn.started", "turn.ended"]
+GUARD_DETECTORS = ("email", "credit_card", "api_key")
+GUARD_RULES = [
+    {"id": f"redact-{name}", "point": "output", "detect": name, "verdict": "redact"} for name in GUARD_DETECTORS
+]
+"""Three output rules on the tenant: every reply streams through the guard (the bench's words never match)."""
 
 SETTLE_TIMEOUT_SECONDS = 15.0
 """How long a run waits after its last turn for the work a feature still owes (deliveries, an export)."""
@@ -96,8 +101,14 @@ async def _otlp(_url: str, sink: str) -> Switched:
     return Switched(off=nothing_to_switch_off, settle=exported)
 
 
+async def _output_guard(url: str, _sink: str) -> Switched:
+    await put_policies(url, GUARD_RULES)
+    return Switched(off=lambda: put_policies(url, []), settle=_owes_nothing)
+
+
 FEATURES = (
     Feature("limits", "tenant token quota + ceilings (PUT /limits)", _limits),
+    Feature("output_guard", f"three output rules on the tenant ({', '.join(GUARD_DETECTORS)}: redact)", _output_guard),
     Feature("webhook", f"a webhook subscription to {', '.join(WEBHOOK_EVENTS)}, delivered to the sink", _webhook),
     Feature(
         "otlp",
