@@ -109,16 +109,7 @@ async def _as_the_human_decided(
     """The human's decision replaces the policy check; its receipt names who, and what they saw and what ran."""
     approve = human["decision"] == "approve"
     edited = human["arguments"] if approve else None  # edited to {} is an edit too
-    receipt = receipts.human(
-        approve=approve,
-        decided_by=human.get("decided_by"),
-        reason=human["reason"],
-        rule_id=human.get("rule_id"),
-        seen=call.arguments,
-        edited=edited,
-        policy_hash=policy.policy_hash,
-    )
-    ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
+    _receipt_of(ctx, call, human, edited=edited, policy_hash=policy.policy_hash)
     if not approve:
         reason = human["reason"] or "no reason given"
         denial = ToolResult(f"denied by a human: {reason}", is_error=True)
@@ -128,22 +119,29 @@ async def _as_the_human_decided(
     return await _execute(ctx, call, key, loop, policy)
 
 
+def _receipt_of(
+    ctx: TurnContext, call: ToolCall, human: HumanDecision, *, edited: dict[str, Any] | None, policy_hash: str
+) -> None:
+    """The receipt of a human's decision on a call: who, what they saw, what they edited."""
+    receipt = receipts.human(
+        approve=human["decision"] == "approve",
+        decided_by=human.get("decided_by"),
+        reason=human["reason"],
+        rule_id=human.get("rule_id"),
+        seen=call.arguments,
+        edited=edited,
+        policy_hash=policy_hash,
+    )
+    ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
+
+
 def _result_as_the_human_decided(
     ctx: TurnContext, call: ToolCall, stored: ToolResult, human: HumanDecision, policy: PolicySet | Decision
 ) -> ToolResult:
     """A result a `tool_result` rule held for a human: approved, the text the human saw goes into the
     prompt; denied, a refusal. The ledger keeps what the tool returned either way."""
     approve = human["decision"] == "approve"
-    receipt = receipts.human(
-        approve=approve,
-        decided_by=human.get("decided_by"),
-        reason=human["reason"],
-        rule_id=human.get("rule_id"),
-        seen=call.arguments,
-        edited=None,
-        policy_hash=policy.policy_hash,
-    )
-    ctx.journal.decision(receipt, tool_call_id=call.id, tool_name=call.name)
+    _receipt_of(ctx, call, human, edited=None, policy_hash=policy.policy_hash)
     if approve:
         seen = ToolResult(human.get("result") or "", is_error=stored.is_error)
     else:
