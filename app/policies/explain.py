@@ -30,6 +30,12 @@ HASH_DIFFERS = (
 )
 
 
+GUARDED_REPLY = (
+    "the stored reply is the text the guard released (redactions applied, a blocked reply cut), so the rules "
+    "are judged on that, not on what the model wrote"
+)
+
+
 class DecisionExplainer:
     def __init__(self, db: AsyncSession, principal: Principal) -> None:
         self.db = db
@@ -51,11 +57,14 @@ class DecisionExplainer:
         )
         found = await self._explained(receipt, policy)
         same = policy.policy_hash == receipt.policy_hash
+        notes = [] if same else [HASH_DIFFERS]
+        if receipt.point == "output" and receipt.verdict in ("redact", "deny"):
+            notes.append(GUARDED_REPLY)
         return schemas.DecisionExplanation(
             decision_id=receipt.id, turn_id=receipt.turn_id, point=receipt.point, tool=receipt.tool_name,
             tool_call_id=receipt.tool_call_id, recorded_verdict=receipt.verdict, recorded_rule_id=receipt.rule_id,
             verdict=found.verdict, decided_by=found.decided_by, policy_hash=receipt.policy_hash,
-            reconstructed_policy_hash=policy.policy_hash, reconstructed=same, note=None if same else HASH_DIFFERS,
+            reconstructed_policy_hash=policy.policy_hash, reconstructed=same, note="; ".join(notes) or None,
             agent_id=session.agent_id, agent_version=session.agent_version,
             tenant_policy_version=tenant.version if tenant else 0,
             rules=[schemas.RuleExplanation(**asdict(trace)) for trace in found.rules],

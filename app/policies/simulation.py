@@ -121,8 +121,7 @@ class PolicySimulation:
                 unit.recorded_input = Recorded("tool", unit.tool_name, args or {})
             else:
                 unit.recorded = _recorded_text(unit, receipts, windows)
-                if unit.recorded is None:
-                    unit.skip = "engine_error"
+                unit.skip = _text_skip(unit)
             if unit.recorded_input is None:
                 unit.recorded_input = Recorded(unit.point, unit.tool_name, None, unit.text)  # type: ignore[arg-type]
 
@@ -163,6 +162,15 @@ def _recorded_text(unit: Unit, receipts: list[PolicyDecision], windows: dict[int
         return None
     unit.decision_id = mine[0].id if mine else None
     return outcome_of((r.verdict, r.rule_id) for r in mine)
+
+
+def _text_skip(unit: Unit) -> str | None:
+    """A reply is stored as the guard released it: after a redact or a deny its original text is gone."""
+    if unit.recorded is None:
+        return "engine_error"
+    if unit.point == "output" and unit.recorded.verdict in ("redact", "deny"):
+        return "reply_stored_guarded"
+    return None
 
 
 def _policy_sets(draft: tuple[PolicyRule, ...], sessions: dict[uuid.UUID, Session]) -> dict[uuid.UUID, Any]:
