@@ -4,7 +4,8 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic_core import PydanticCustomError
 
 from app.governance.policy import PolicyRule, PolicyRuleList
 
@@ -61,7 +62,15 @@ class SimulationRequest(TenantPoliciesUpdate):
     agent_id: uuid.UUID | None = None
     since: AwareDatetime | None = None
     """Only decisions made at or after this instant (RFC 3339 with an offset)."""
-    limit: int = Field(default=SIMULATION_DEFAULT_LIMIT, ge=1, le=SIMULATION_MAX_LIMIT)
+    limit: StrictInt = Field(default=SIMULATION_DEFAULT_LIMIT, ge=1, le=SIMULATION_MAX_LIMIT)
+
+    @field_validator("since", mode="before")
+    @classmethod
+    def _since_is_text(cls, value: object) -> object:
+        """A number would be read as a Unix time; the contract is an RFC 3339 string."""
+        if value is None or isinstance(value, str):
+            return value
+        raise PydanticCustomError("rfc3339", "since must be an RFC 3339 date-time string")
 
 
 class VerdictCount(BaseModel):

@@ -100,6 +100,8 @@ async def test_since_and_agent_id_narrow_the_replay(
     [
         ({"policies": [], "limit": 10_001}, "limit"),
         ({"policies": [], "since": "yesterday"}, "since"),
+        ({"policies": [], "since": 0}, "since"),
+        ({"policies": [], "limit": "5"}, "limit"),
         ({"policies": [{"id": "r", "point": "tool", "verdict": "deny"}]}, "tool"),
         ({"policies": [{**NO_SECRETS, "input_regex": "("}]}, "input_regex"),
     ],
