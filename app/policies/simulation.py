@@ -17,17 +17,17 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.auth.principal import Principal
 from app.governance.canonical import canonical_json, sha256_hex
-from app.governance.policy import ENGINE_ERROR_RULE_ID, PolicyRule, PolicySet, parse_rules
+from app.governance.policy import ENGINE_ERROR_RULE_ID, Point, PolicyRule, PolicySet, parse_rules
 from app.governance.receipts import UNKNOWN_TOOL_RULE_ID
 from app.governance.replay import Outcome, Recorded, outcome_of, rejudge
 from app.models import PolicyDecision, Session
@@ -48,8 +48,9 @@ class Unit:
     at: datetime
     turn_id: uuid.UUID
     session_id: uuid.UUID
-    point: str
+    point: Point
     decision_id: uuid.UUID | None = None
+    message_id: int | None = None
     tool_name: str | None = None
     tool_call_id: str | None = None
     text: str = ""
@@ -95,7 +96,7 @@ class PolicySimulation:
         scope: dict[str, Any] = {"agent_id": request.agent_id, "since": request.since, "limit": request.limit}
         units = [_rule_unit(row.PolicyDecision) for row in await self.reads.rule_receipts(**scope)]
         units += [
-            Unit(m.created_at, m.turn_id, m.session_id, "output", text=m.content)
+            Unit(m.created_at, m.turn_id, m.session_id, "output", message_id=m.id, text=m.content)
             for m in (row.Message for row in await self.reads.replies(**scope))
         ]
         units += [
@@ -110,7 +111,9 @@ class PolicySimulation:
         inputs = await self.reads.turn_inputs(u.turn_id for u in units if u.point == "pre_llm")
         arguments = await self.reads.call_arguments(u.turn_id for u in units if u.point == "tool")
         text_turns = {u.turn_id for u in units if u.point in ("output", "tool_result")}
-        receipts = await self.reads.text_receipts(text_turns) if text_turns else []
+        receipts: defaultdict[tuple[uuid.UUID, str], list[PolicyDecision]] = defaultdict(list)
+        for receipt in await self.reads.text_receipts(text_turns) if text_turns else []:
+            receipts[(receipt.turn_id, receipt.point)].append(receipt)
         windows = _reply_windows(await self.reads.reply_times(text_turns)) if text_turns else {}
         for unit in units:
             if unit.point == "pre_llm":
@@ -123,41 +126,39 @@ class PolicySimulation:
                 unit.recorded = _recorded_text(unit, receipts, windows)
                 unit.skip = _text_skip(unit)
             if unit.recorded_input is None:
-                unit.recorded_input = Recorded(unit.point, unit.tool_name, None, unit.text)  # type: ignore[arg-type]
+                unit.recorded_input = Recorded(unit.point, unit.tool_name, None, unit.text)
 
 
 def _rule_unit(receipt: PolicyDecision) -> Unit:
     return Unit(
-        receipt.created_at, receipt.turn_id, receipt.session_id, receipt.point,
+        receipt.created_at, receipt.turn_id, receipt.session_id, cast(Point, receipt.point),
         decision_id=receipt.id, tool_name=receipt.tool_name, tool_call_id=receipt.tool_call_id,
         recorded=Outcome(receipt.verdict, (receipt.rule_id,) if receipt.rule_id else ()),
         skip=NOT_REPLAYED.get(receipt.rule_id or ""),
     )  # fmt: skip
 
 
-def _reply_windows(rows: Iterable[Any]) -> dict[int, tuple[uuid.UUID, datetime | None, datetime]]:
-    """Each assistant message: its turn, the previous assistant message's time and its own. An
-    `output` receipt is written as its reply is, just before it, so it falls in that window."""
-    windows: dict[int, tuple[uuid.UUID, datetime | None, datetime]] = {}
+def _reply_windows(rows: Iterable[Any]) -> dict[int, datetime | None]:
+    """Each assistant message's id: the time of the turn's previous assistant message. An `output`
+    receipt is staged just before its reply, so it falls between the two."""
+    windows: dict[int, datetime | None] = {}
     previous: dict[uuid.UUID, datetime] = {}
     for row in rows:
-        windows[row.id] = (row.turn_id, previous.get(row.turn_id), row.created_at)
+        windows[row.id] = previous.get(row.turn_id)
         previous[row.turn_id] = row.created_at
     return windows
 
 
-def _recorded_text(unit: Unit, receipts: list[PolicyDecision], windows: dict[int, Any]) -> Outcome | None:
+def _recorded_text(
+    unit: Unit, receipts: dict[tuple[uuid.UUID, str], list[PolicyDecision]], windows: dict[int, datetime | None]
+) -> Outcome | None:
     """The recorded outcome on a reply or result, or None when an engine error stood in for the rules."""
+    of_turn = receipts.get((unit.turn_id, unit.point), [])
     if unit.point == "tool_result":
-        key = (unit.turn_id, unit.tool_call_id)
-        mine = [r for r in receipts if r.point == "tool_result" and (r.turn_id, r.tool_call_id) == key]
+        mine = [r for r in of_turn if r.tool_call_id == unit.tool_call_id]
     else:
-        after = next((low for turn, low, high in windows.values() if turn == unit.turn_id and high == unit.at), None)
-        mine = [
-            r for r in receipts
-            if r.point == "output" and r.turn_id == unit.turn_id and r.created_at <= unit.at
-            and (after is None or r.created_at > after)
-        ]  # fmt: skip
+        after = windows.get(unit.message_id or 0)
+        mine = [r for r in of_turn if r.created_at <= unit.at and (after is None or r.created_at > after)]
     if any(r.rule_id == ENGINE_ERROR_RULE_ID for r in mine):
         return None
     unit.decision_id = mine[0].id if mine else None

@@ -136,3 +136,14 @@ async def test_the_time_cap_answers_what_was_judged_with_truncated(
         simulation = PolicySimulation(db, Principal("root", tenant, frozenset({"admin"})), time_cap=0.0)
         result = await simulation.run(SimulationRequest.model_validate({"policies": [DENY_ECHO]}))
     assert (result.truncated, result.evaluated, result.counts) == (True, 0, [])
+
+
+async def test_what_cannot_be_replayed_is_counted_as_skipped_not_guessed(
+    client: httpx.AsyncClient, alice: dict[str, str], root: dict[str, str]
+) -> None:
+    unknown = {"tool_calls": [{"name": "nope", "arguments": {}}]}
+    await run_turn(client, alice, scripted_config(unknown, CARD_REPLY, policies=[REDACT_CARDS]))
+    result = await simulate(client, root, policies=[])
+    skipped = {s["reason"]: s["count"] for s in result["skipped"]}
+    assert skipped == {"unknown_tool": 1, "reply_stored_guarded": 1}
+    assert "tool" not in {c["point"] for c in result["counts"]}
