@@ -247,7 +247,7 @@ class Decision:
 def evaluate_pre_llm(policy: PolicySet, input_text: str) -> Decision:
     """Judge a turn's input; raises on engine errors (callers use ``decide_pre_llm``)."""
     for rule in rules_at(policy, "pre_llm"):
-        if _matches_input(rule, input_text):
+        if match_input(rule, input_text).matched:
             return _decision_from(rule, policy)
     return Decision("pre_llm", "allow", None, None, policy.policy_hash)
 
@@ -260,14 +260,14 @@ def evaluate_tool(policy: PolicySet, tool_name: str, arguments: dict[str, Any]) 
     if blacklisted is not None:
         return blacklisted
     for rule in rules_at(policy, "tool"):
-        if _matches_call(rule, tool_name, arguments):
+        if match_call(rule, tool_name, arguments).matched:
             return _decision_from(rule, policy)
     return Decision("tool", "allow", None, None, policy.policy_hash)
 
 
 def blacklist_decision(policy: PolicySet, tool_name: str) -> Decision | None:
     """The deny for a blacklisted tool name, or None; checked before any rule and any ledger lookup."""
-    pattern = _blacklist_match(policy.tool_blacklist, tool_name)
+    pattern = next((p for p in policy.tool_blacklist if match_glob(p, tool_name).matched), None)
     if pattern is None:
         return None
     reason = f"tool '{tool_name}' matches blacklist pattern '{pattern}'"
@@ -304,23 +304,43 @@ def rules_at(policy: PolicySet, point: Point) -> Iterator[PolicyRule]:
     return (rule for rule in chain(policy.tenant_rules, policy.agent_rules) if rule.point == point)
 
 
-def _matches_input(rule: PolicyRule, input_text: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Whether one condition took an input, and why in words that never quote the input."""
+
+    matched: bool
+    why: str
+
+
+def match_glob(glob: str, tool_name: str) -> Match:
+    if fnmatch.fnmatchcase(tool_name, glob):
+        return Match(True, f"tool glob matched '{glob}'")
+    return Match(False, f"tool glob '{glob}' did not match")
+
+
+def match_input(rule: PolicyRule, input_text: str) -> Match:
+    """A `pre_llm` rule on a turn's input; raises what a pattern raises (callers fail closed)."""
     if rule.max_input_chars is not None and len(input_text) <= rule.max_input_chars:
-        return False
+        return Match(False, f"input is not longer than max_input_chars {rule.max_input_chars}")
     if rule.input_regex is None:
-        return True
-    return pattern_found(rule.input_regex, input_text)
+        return Match(True, f"input is longer than max_input_chars {rule.max_input_chars}")
+    if pattern_found(rule.input_regex, input_text):
+        return Match(True, "input_regex matched")
+    return Match(False, "input_regex did not match")
 
 
-def _blacklist_match(blacklist: tuple[str, ...], tool_name: str) -> str | None:
-    return next((pattern for pattern in blacklist if fnmatch.fnmatchcase(tool_name, pattern)), None)
-
-
-def _matches_call(rule: PolicyRule, tool_name: str, arguments: dict[str, Any]) -> bool:
-    if rule.tool is None or not fnmatch.fnmatchcase(tool_name, rule.tool):
-        return False
+def match_call(rule: PolicyRule, tool_name: str, arguments: dict[str, Any]) -> Match:
+    """A `tool` rule on one call: its glob on the name, then each `args` value on the arguments."""
+    if rule.tool is None:
+        return Match(False, "the rule names no tool")
+    glob = match_glob(rule.tool, tool_name)
+    if not glob.matched:
+        return glob
     expected = rule.args or {}
-    return all(key in arguments and arguments[key] == value for key, value in expected.items())
+    differing = [key for key, value in expected.items() if key not in arguments or arguments[key] != value]
+    if differing:
+        return Match(False, f"{glob.why}; args differ at {', '.join(sorted(differing))}")
+    return Match(True, f"{glob.why}; args equal" if expected else glob.why)
 
 
 def _decision_from(rule: PolicyRule, policy: PolicySet) -> Decision:

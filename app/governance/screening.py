@@ -9,7 +9,6 @@ acted, what matched it (a detector's name, or `regex`) and how often; never the 
 from __future__ import annotations
 
 import bisect
-import fnmatch
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,14 +18,17 @@ from app.governance.patterns import pattern_spans
 from app.governance.policy import (
     ENGINE_ERROR_RULE_ID,
     Decision,
+    Match,
     PolicyRule,
     PolicySet,
     TextPoint,
     exception_name,
+    match_glob,
     rules_at,
 )
 
 REGEX_DETECTOR = "regex"
+_TEXT_FIELD = {"output": "output_regex", "tool_result": "result_regex"}
 REFUSED_RESULT = "withheld by policy: {reason}"
 """What the model sees instead of a tool result a `tool_result` rule denies."""
 
@@ -105,9 +107,30 @@ def screen_of(policy: PolicySet, point: TextPoint, *, tool_name: str | None = No
     rules = tuple(
         TextRule(rule, rule.detect or REGEX_DETECTOR)
         for rule in rules_at(policy, point)
-        if rule.tool is None or (tool_name is not None and fnmatch.fnmatchcase(tool_name, rule.tool))
+        if takes_tool(rule, tool_name).matched
     )
     return Screen(point, rules, policy.policy_hash) if rules else None
+
+
+def takes_tool(rule: PolicyRule, tool_name: str | None) -> Match:
+    """Whether a text rule applies to the result of `tool_name` (a rule without `tool` takes every text)."""
+    if rule.tool is None:
+        return Match(True, "the rule takes every tool")
+    if tool_name is None:
+        return Match(False, "the text is not a tool's result")
+    return match_glob(rule.tool, tool_name)
+
+
+def hit_counts(screen: Screen, text: str) -> Counter[TextRule]:
+    """How often each rule acted on `text` (overlaps go to the earlier rule, as when the text is judged)."""
+    return Counter(hit.rule for hit in screen.hits(text))
+
+
+def count_why(rule: TextRule, count: int) -> str:
+    what = f"detector {rule.detector}" if rule.rule.detect else _TEXT_FIELD[rule.rule.point]
+    if not count:
+        return f"{what} did not match"
+    return f"{what} matched {count} time{'s' if count != 1 else ''}"
 
 
 def redacted(text: str, hits: Iterable[Hit], *, offset: int = 0) -> str:
@@ -142,8 +165,7 @@ def judge_text(screen: Screen, text: str) -> Judged:
     except Exception as exc:
         error = screen.engine_error(exc)
         return Judged(REFUSED_RESULT.format(reason=error.reason), [error], error)
-    counts = Counter(hit.rule for hit in hits)
-    decisions = screen.decisions(counts)
+    decisions = screen.decisions(Counter(hit.rule for hit in hits))
     denied = next((d for d in decisions if d.verdict == "deny"), None)
     if denied is not None:
         reason = denied.reason or f"rule {denied.rule_id}"

@@ -9,7 +9,9 @@ from app.auth.principal import Principal
 from app.core.problems import problem_responses
 from app.deps import AdminPrincipal, CurrentPrincipal, SessionDep
 from app.policies import schemas
+from app.policies.explain import DecisionExplainer
 from app.policies.service import PolicyService
+from app.policies.simulation import PolicySimulation
 
 router = APIRouter(tags=["policies"], responses=problem_responses(401, 422))
 
@@ -46,6 +48,32 @@ async def get_policies(service: AdminService) -> schemas.TenantPolicies:
 async def put_policies(body: schemas.TenantPoliciesUpdate, service: AdminService) -> schemas.TenantPolicies:
     """Replace the tenant's policies with a new version (first match wins; tenant rules before agent rules)."""
     return await service.replace(body)
+
+
+@router.post(
+    "/policies/simulate",
+    operation_id="simulatePolicies",
+    response_model=schemas.SimulationResult,
+    responses=problem_responses(403),
+)
+async def simulate_policies(
+    body: schemas.SimulationRequest, db: SessionDep, principal: AdminPrincipal
+) -> schemas.SimulationResult:
+    """Replay recorded decisions against a draft of the tenant's policies: nothing is written, no model is called."""
+    return await PolicySimulation(db, principal).run(body)
+
+
+@router.get(
+    "/decisions/{decision_id}/explain",
+    operation_id="explainDecision",
+    response_model=schemas.DecisionExplanation,
+    responses=problem_responses(404),
+)
+async def explain_decision(
+    decision_id: uuid.UUID, db: SessionDep, principal: CurrentPrincipal
+) -> schemas.DecisionExplanation:
+    """The rules in force for one receipt, rebuilt, each judged on the recorded input in the gate's order."""
+    return await DecisionExplainer(db, principal).explain(decision_id)
 
 
 @router.get(

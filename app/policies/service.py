@@ -34,7 +34,7 @@ class PolicyService:
 
     async def replace(self, body: schemas.TenantPoliciesUpdate) -> schemas.TenantPolicies:
         latest = await self.policies.latest()
-        document = [rule.model_dump(mode="json", exclude_none=True) for rule in body.policies]
+        document = body.document()
         row = TenantPolicy(
             id=uuid.uuid4(),
             tenant_id=self.principal.tenant_id,
