@@ -20,10 +20,12 @@ from claude_agent_sdk.types import HookInput, PermissionResult, SyncHookJSONOutp
 from app.claude_sdk.surface import ToolSurface, plain_name
 from app.governance.gate import Governance
 from app.governance.policy import Decision, PolicySet, blacklist_decision, decide_tool
+from app.governance.screening import screen_of
 from app.tools.base import ToolResult
 
 UNKNOWN_TOOL_RULE_ID = "unknown_tool"
 OUTSIDE_WORKDIR_RULE_ID = "outside_workdir"
+UNSCREENABLE_RULE_ID = "result_unscreenable"
 
 Outcome = Literal["allow", "deny", "done", "requires_approval", "held"]
 """`held`: the turn stops before this call (an earlier call waits for a human, or a limit is reached)."""
@@ -87,7 +89,10 @@ class ToolGate:
             return Verdict("done", stored=stored)
         if isinstance(policy, Decision):  # the set could not be read: fail closed
             return self._decided(policy, tool_call_id, name)
-        return self._decided(decide_tool(policy, name, arguments), tool_call_id, name)
+        decision = decide_tool(policy, name, arguments)
+        if decision.verdict != "deny" and self._surface.is_native(name):
+            decision = _unscreenable(policy, name) or decision
+        return self._decided(decision, tool_call_id, name)
 
     async def refused_unknown(self, name: str, tool_call_id: str) -> Verdict:
         """The receipt of a call Claude Code refused itself, before any hook: a name it does not offer."""
@@ -132,3 +137,12 @@ class ToolGate:
 
 def _unknown(name: str, policy: PolicySet | Decision) -> Decision:
     return Decision("tool", "deny", UNKNOWN_TOOL_RULE_ID, f"unknown tool {name!r}", policy.policy_hash)
+
+
+def _unscreenable(policy: PolicySet, name: str) -> Decision | None:
+    """The deny of a Claude Code tool whose result a `tool_result` rule takes: its result reaches the
+    model inside the CLI, where no rule can screen it, so the call does not run (fail closed)."""
+    if screen_of(policy, "tool_result", tool_name=name) is None:
+        return None
+    reason = f"a tool_result rule takes the result of {name}, which Claude Code hands the model unscreened"
+    return Decision("tool", "deny", UNSCREENABLE_RULE_ID, reason, policy.policy_hash)

@@ -67,6 +67,28 @@ async def test_a_call_already_done_returns_its_stored_result_before_policy(hot_s
     assert recorder.decisions == []
 
 
+def _screen_results_of(tool: str) -> dict[str, Any]:
+    return {"id": f"screen-{tool}", "point": "tool_result", "tool": tool, "detect": "api_key", "verdict": "redact"}
+
+
+async def test_a_claude_code_tool_whose_result_a_rule_would_screen_is_denied(hot_sql: Sql, tmp_path: Path) -> None:
+    """Claude Code hands its own tools' results to the model inside the CLI: no rule could screen them."""
+    recorder = Recorder()
+    read = {"file_path": str(tmp_path / "notes.txt")}
+    verdict = await gate(hot_sql, tmp_path, recorder, rules=[_screen_results_of("Read")]).judge("Read", read, "call-1")
+    assert verdict.outcome == "deny"
+    assert [(d.verdict, d.rule_id) for d in recorder.decisions] == [("deny", "result_unscreenable")]
+
+
+async def test_a_result_rule_of_other_tools_or_of_our_own_tools_denies_nothing(hot_sql: Sql, tmp_path: Path) -> None:
+    """Our in-process tools' results are screened before Claude Code sees them; a rule on Glob leaves Read alone."""
+    rules = [_screen_results_of("Glob"), _screen_results_of("echo")]
+    recorder = Recorder()
+    tools = gate(hot_sql, tmp_path, recorder, rules=rules)
+    assert (await tools.judge("Read", {"file_path": str(tmp_path / "notes.txt")}, "call-1")).outcome == "allow"
+    assert (await tools.judge("echo", {"text": "x"}, "call-2")).outcome == "allow"
+
+
 async def test_policy_decides_the_rest_and_leaves_a_receipt(hot_sql: Sql, tmp_path: Path) -> None:
     recorder = Recorder()
     verdict = await gate(hot_sql, tmp_path, recorder, rules=[DENY_ECHO]).judge("echo", {"text": "x"}, "call-1")
