@@ -40,11 +40,11 @@ async def explained(client: httpx.AsyncClient, headers: dict[str, str], decision
 
 
 async def test_a_tool_decision_lists_the_rules_in_order_with_why(
-    client: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, alice: dict[str, str]
+    any_backend: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, alice: dict[str, str]
 ) -> None:
     root = auth_headers(tenant, "root", roles=["admin"])
-    decisions = await recorded(client, alice, root)
-    body = await explained(client, alice, decisions["tool"]["id"])
+    decisions = await recorded(any_backend, alice, root)
+    body = await explained(any_backend, alice, decisions["tool"]["id"])
     assert (body["verdict"], body["decided_by"], body["recorded_verdict"]) == ("deny", "agent-echo", "deny")
     assert body["reconstructed"] is True
     assert body["policy_hash"] == decisions["tool"]["policy_hash"] == body["reconstructed_policy_hash"]
@@ -55,6 +55,20 @@ async def test_a_tool_decision_lists_the_rules_in_order_with_why(
         ("agent-echo", "agent", True, True, "tool glob matched 'ech*'"),
         ("cards", "agent", False, False, "point differs"),
     ]
+
+
+async def test_a_blacklisted_call_is_explained_by_the_blacklist_before_any_rule(
+    any_backend: httpx.AsyncClient, tenant: str, auth_headers: TokenFactory, alice: dict[str, str]
+) -> None:
+    config = scripted_config(ECHO, {"text": "done"}, tool_blacklist=["calc*", "ech*"])
+    _, frames = await run_turn(any_backend, alice, config)
+    items = (await any_backend.get(f"/turns/{turn_id(frames)}/decisions", headers=alice)).json()["items"]
+    [blocked] = [d for d in items if d["point"] == "tool"]
+    body = await explained(any_backend, alice, blocked["id"])
+    assert (body["verdict"], body["decided_by"], body["reconstructed"]) == ("deny", "tool_blacklist", True)
+    traces = [(r["rule_id"], r["source"], r["evaluated"], r["matched"]) for r in body["rules"]]
+    assert traces == [("tool_blacklist", "blacklist", True, False), ("tool_blacklist", "blacklist", True, True)]
+    assert "ech*" in body["rules"][1]["why"]
 
 
 async def test_an_output_decision_is_judged_on_the_reply_as_stored_and_says_so(
