@@ -1,5 +1,7 @@
-"""Structured results and attachments in the page: an agent with an `output_schema` shows its parsed
-result folded under the answer; a file attached in the composer reaches the model as a part of the turn."""
+"""Structured results, attachments and held results in the page: an agent with an `output_schema` shows
+its parsed result folded under the answer; a file attached in the composer reaches the model as a part
+of the turn; a tool result a rule holds for a human is shown in its approval card, and approving it puts
+it into the prompt."""
 
 from __future__ import annotations
 
@@ -20,6 +22,40 @@ STRUCTURED = {
     "output_schema": SCHEMA,
 }
 PLAIN = {"model": {"provider": "scripted", "script": [{"text": "Read it."}]}, "tools": []}
+HELD = {
+    "model": {
+        "provider": "scripted",
+        "script": [{"tool_calls": [{"name": "echo", "arguments": {"text": "quarterly numbers"}}]}, {"text": "Noted."}],
+    },
+    "tools": ["builtin:echo"],
+    "policies": [
+        {
+            "id": "read-first",
+            "point": "tool_result",
+            "tool": "echo",
+            "result_regex": "numbers",
+            "verdict": "requires_approval",
+        }
+    ],
+}
+
+
+async def test_a_held_result_is_shown_in_its_approval_card_and_approved_into_the_prompt(
+    page_settings: Settings, browser: Browser
+) -> None:
+    async with serve_on_loopback(page_settings) as base_url:
+        page = await open_page(browser, base_url)
+        await sign_in_locally(page)
+        await create_agent_and_session(page, "held", HELD)
+        await send(page, "echo the numbers")
+        card = page.locator("[data-approval]")
+        await expect(card).to_contain_text("Approval needed for a result: echo")
+        await expect(card.locator("pre.held-result")).to_have_text("quarterly numbers")
+        await expect(card.locator("textarea")).to_have_count(0)
+        assert [v for v in await axe_violations(page) if v["impact"] in ("serious", "critical")] == []
+        await card.get_by_role("button", name="Approve").click()
+        await expect(page.locator('[data-status="completed"]')).to_have_text("turn completed")
+        await expect(page.locator("#transcript .msg-assistant").last).to_have_text("Noted.")
 
 
 async def test_a_structured_result_is_shown_folded_under_the_answer(page_settings: Settings, browser: Browser) -> None:

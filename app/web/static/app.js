@@ -712,9 +712,14 @@ function approvalCard(view, event) {
   const deny = el("button", {type: "button", class: "deny"}, "Deny");
   approve.addEventListener("click", decide("approve"));
   deny.addEventListener("click", decide("deny"));
+  const held = typeof event.result === "string";  // a tool_result rule holds what the tool returned
+  const shown = held
+    ? [el("p", {}, "The tool ran; this is what the model sees if you approve:"),
+       el("pre", {class: "held-result", tabindex: "0", "aria-label": "the tool's result"}, event.result)]
+    : [el("label", {for: id}, "Arguments (edit before approving to change them)"), args];
   const card = el("li", {class: "approval", "data-approval": event.approval_id},
-    el("strong", {}, "Approval needed: "), `${event.name}`, event.reason ? ` · ${event.reason}` : "",
-    el("label", {for: id}, "Arguments (edit before approving to change them)"), args,
+    el("strong", {}, held ? "Approval needed for a result: " : "Approval needed: "), `${event.name}`,
+    event.reason ? ` · ${event.reason}` : "", ...shown,
     el("label", {for: reasonId}, "Reason (optional, kept with the decision)"), reason,
     el("div", {class: "actions"}, approve, deny));
   return card;
