@@ -141,7 +141,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     claude_sdk = _claude_sdk(settings, resolver)
     services = RunServices(
         sql,
-        _runtimes(claude_sdk),
+        _runtimes(LangGraphRuntime(settings.graph_driver), claude_sdk),
         ProviderRegistry.default(provider_clients, resolver),
         outbound,
         memory_tools=lambda tenant_id, user_sub, agent_id: MemoryTools(
@@ -232,10 +232,9 @@ def _resolver(settings: Settings, sql: Sql, box: SecretBox) -> CredentialResolve
     return CredentialResolver(sql, box, environment, settings.providers.allowed_hosts)
 
 
-def _runtimes(claude_sdk: ClaudeSdkRuntime | None) -> dict[str, TurnRuntime]:
+def _runtimes(langgraph: LangGraphRuntime, claude_sdk: ClaudeSdkRuntime | None) -> dict[str, TurnRuntime]:
     """The runtimes by name; `NAME+autonomous` runs PLAN / PURSUE over runtime NAME (app/autonomy).
     Without the `claude` extra, `claude_sdk` turns fail at once and say how to install it."""
-    langgraph = LangGraphRuntime()
     runtimes: dict[str, TurnRuntime] = {"langgraph": langgraph, "langgraph+autonomous": AutonomousRuntime(langgraph)}
     if claude_sdk is None:
         missing = UnavailableRuntime("claude_sdk", NOT_INSTALLED)

@@ -268,6 +268,10 @@ class Settings(BaseSettings):
     model_config = _group("")
     data_dir: Path = Path("./data")
     autonomy_enabled: bool = True
+    graph_driver: Literal["direct", "pregel"] = "direct"
+    """How the `langgraph` runtime runs its loop: `direct` steps the graph's nodes and edges itself,
+    `pregel` runs the compiled LangGraph `StateGraph` (same nodes, edges and events; ~0.3 ms of CPU more
+    per step)."""
     """Whether turns may ask for `mode: "autonomous"` (the agent's `autonomy.enabled` must allow it too)."""
     db: DbSettings = Field(default_factory=DbSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)

@@ -1,12 +1,13 @@
-"""The LangGraph runtime: a turn's loop as the compiled graph, behind the engine's `TurnRuntime` port."""
+"""The LangGraph runtime: a turn's loop (app/graph/build.py) behind the engine's `TurnRuntime` port."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from app.graph.build import build_graph
 from app.graph.context import TurnContext
+from app.graph.loop import stepped
 from app.graph.state import TurnState
 from app.runtime.port.events import ToolCallRequested
 from app.runtime.port.journal import Progress, TurnJournal, TurnRun, TurnServices
@@ -65,14 +66,23 @@ def progress_of(state: TurnState) -> Progress:
     )
 
 
-class LangGraphRuntime:
-    """Compiles the graph once per process; each run streams the graph's state as `Progress`."""
+GraphDriver = Literal["direct", "pregel"]
 
-    def __init__(self, graph: Any | None = None) -> None:
-        self.graph = graph if graph is not None else build_graph()
+
+class LangGraphRuntime:
+    """Each run streams the loop's state as `Progress`: stepped directly (`direct`, the default), or
+    through the `StateGraph` compiled once per process (`pregel`)."""
+
+    def __init__(self, driver: GraphDriver = "direct") -> None:
+        self.graph: Any = build_graph() if driver == "pregel" else None
 
     async def run(self, run: TurnRun, services: TurnServices, journal: TurnJournal) -> AsyncIterator[Progress]:
         context = TurnContext.of(run, services, journal)
         lost_requests(run, journal)
-        async for values in self.graph.astream(initial_state(run), context=context, stream_mode="values"):
+        state = initial_state(run)
+        if self.graph is None:
+            states: AsyncIterator[Any] = stepped(state, context)
+        else:
+            states = self.graph.astream(state, context=context, stream_mode="values")
+        async for values in states:
             yield progress_of(values)
