@@ -25,10 +25,11 @@ from sqlalchemy import JSON, Table, TableClause, bindparam, column, insert
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as AsyncpgDialect
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeEngine
 
 from app.core.db import is_sqlite, json_text
@@ -72,10 +73,28 @@ class Query:
     def _names(self) -> tuple[str, ...]:
         return tuple(self._compiled.positiontup or ())
 
+    @cached_property
+    def _slots(self) -> tuple[tuple[str, str, BindParameter[Any]], ...]:
+        """Each positional argument's parameter key, compiled name and bind (for a literal's value)."""
+        binds = self._compiled.binds
+        return tuple((binds[name].key, name, binds[name]) for name in self._names)
+
     def args(self, params: Mapping[str, Any]) -> list[Any]:
-        """Positional arguments; literals written into the statement keep their own values."""
-        values = self._compiled.construct_params(params, _check=True)
-        return [values[name] for name in self._names]
+        """Positional arguments; literals written into the statement keep their own values.
+
+        What `construct_params(params, _check=True)` returns for these names, without its per-call
+        walk over every bind of the statement (~50 µs a statement, measured)."""
+        values = []
+        for key, name, bind in self._slots:
+            if key in params:
+                values.append(params[key])
+            elif name in params:
+                values.append(params[name])
+            elif bind.required:
+                raise InvalidRequestError(f"A value is required for bind parameter {key!r}")
+            else:
+                values.append(bind.effective_value)
+        return values
 
 
 @lru_cache(maxsize=32)

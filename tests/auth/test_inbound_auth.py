@@ -6,6 +6,7 @@ respx-mocked key server, plus one end-to-end app configured for a JWKS.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -521,8 +522,36 @@ async def test_cached_keys_survive_a_failing_key_server(http: httpx.AsyncClient,
         )
         verifier = jwks_verifier(http, ttl=0)  # every verification wants a refresh
         await verifier.verify(rsa_signer.sign(idp_claims()))
-        assert (await verifier.verify(rsa_signer.sign(idp_claims()))).sub == "alice"
+        assert (await verifier.verify(rsa_signer.sign(idp_claims(jti="another")))).sub == "alice"
         assert route.call_count == 2
+
+
+async def test_a_verified_token_is_taken_again_without_a_key_lookup(
+    http: httpx.AsyncClient, rsa_signer: Signer, key_server: respx.Route
+) -> None:
+    verifier = jwks_verifier(http, ttl=0)  # any key lookup would refetch
+    token = rsa_signer.sign(idp_claims())
+    assert (await verifier.verify(token)).sub == "alice"
+    assert (await verifier.verify(token)).sub == "alice"
+    assert key_server.call_count == 1
+
+
+async def test_a_remembered_token_still_expires_at_its_exp() -> None:
+    verifier = TokenVerifier(secret=TEST_SECRET, leeway=0)
+    expires = int(time.time()) + 1
+    token = hs_token(claims(exp=expires))
+    assert (await verifier.verify(token)).sub == "alice"
+    await asyncio.sleep(expires + 1.1 - time.time())  # python-jose refuses from the second after `exp`
+    with pytest.raises(Unauthorized, match="expired"):
+        await verifier.verify(token)
+
+
+async def test_a_rejected_token_is_never_remembered() -> None:
+    verifier = TokenVerifier(secret=TEST_SECRET)
+    forged = hs_token(claims(), secret="another-secret-of-enough-length!!")
+    for _ in range(2):
+        with pytest.raises(Unauthorized, match="signature"):
+            await verifier.verify(forged)
 
 
 @pytest.mark.parametrize(

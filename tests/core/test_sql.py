@@ -481,3 +481,23 @@ async def test_a_waiting_call_gets_the_connection_once_it_is_released(database_u
             await asyncio.sleep(0.1)
             assert not waiting.done()
         assert await waiting == 1
+
+
+def test_args_are_what_construct_params_gives_for_every_statement_of_the_app() -> None:
+    """`Query.args` reads the parameters without SQLAlchemy's per-call walk; for every statement the
+    service defines it must send exactly the values `construct_params` would."""
+    import gc
+
+    import app.main  # noqa: F401 - defines every hot-path statement
+
+    compared = 0
+    for query in [q for q in gc.get_objects() if isinstance(q, Query)]:
+        try:
+            compiled = query._compiled
+        except Exception:  # an IN list (refused by design, tested above), or a statement only SQLite runs
+            continue
+        compared += 1
+        params = {bind.key: f"value-{name}" for name, bind in compiled.binds.items() if bind.required}
+        expected = compiled.construct_params(params, _check=True)
+        assert query.args(params) == [expected[name] for name in compiled.positiontup or ()], query.sql
+    assert compared > 20
