@@ -214,4 +214,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agent-runtime: {describe_invalid_setting(error)}", file=sys.stderr)
             return 2
     return int(args.func(args))
-

@@ -51,7 +51,6 @@ async def tenant_keys(sql: Sql, tenant_id: str, named: str | None, fallback: str
     )
 
 
-
 def keys_of_arrays(arrays: Mapping[str, Any]) -> TenantKeys:
     """`TenantKeys` from the same read as arrays: one list per field of `KEY_FIELDS` (in one order) and
     `byok_only` (app/runtime/store/read_ahead.py reads them with a turn's session)."""
