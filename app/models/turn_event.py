@@ -13,10 +13,14 @@ class TurnEvent(TenantMixin, Base):
     """One SSE event of a turn; `data` is the exact JSON text that was streamed.
 
     No foreign key to `turns`: it cost a check per event row, the hottest insert of the service, and
-    only the turn's own writer inserts events, after the turn row is committed (migration 0005).
+    only the turn's own writer inserts events, after the turn row is committed (migration 0005). No
+    index on `tenant_id` either: every read names the turn, and the tenant is a filter on its rows
+    (migration 0028).
     """
 
     __tablename__ = "turn_events"
+
+    tenant_id: Mapped[str] = mapped_column(String(128))
 
     turn_id: Mapped[uuid.UUID] = mapped_column(Uuid(), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
