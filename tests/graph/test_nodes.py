@@ -145,6 +145,41 @@ async def test_an_allowed_call_is_judged_then_dispatched_then_ledgered() -> None
     assert (completed.tool_call_id, completed.result, completed.is_error) == (ADD.id, "4", False)
 
 
+def counting_reads(runtime: Any) -> list[str]:
+    """The points the node asks the policy set for, in order."""
+    reads: list[str] = []
+    judged_by = runtime.context.governance.current
+
+    async def counted(point: Any) -> PolicySet | Decision:
+        reads.append(point)
+        return await judged_by(point)
+
+    runtime.context.governance.current = counted
+    return reads
+
+
+async def test_a_batch_reads_the_policy_set_once_for_all_its_calls() -> None:
+    """The tenant's rules are read per batch, not per call: three calls, one read, three receipts."""
+    journal = MemoryJournal()
+    runtime = node_runtime(journal)
+    reads = counting_reads(runtime)
+    third = ToolCall(id="call_0_2", name="calculator", arguments={"expression": "1+1"})
+    update = await execute_tools(state(pending=[ADD, MUL, third]), runtime)
+    assert update == {"results": {ADD.id: ToolResult("4"), MUL.id: ToolResult("9"), third.id: ToolResult("2")}}
+    assert reads == ["tool"]
+    assert [call_id for _, call_id, _ in journal.receipts] == [ADD.id, MUL.id, third.id]
+
+
+async def test_a_batch_whose_calls_all_have_results_reads_no_policy() -> None:
+    journal = MemoryJournal()
+    runtime = node_runtime(journal)
+    reads = counting_reads(runtime)
+    update = await execute_tools(state(pending=[ADD], results={ADD.id: ToolResult("4")}), runtime)
+    assert update == {"results": {ADD.id: ToolResult("4")}}
+    assert reads == []
+    assert journal.receipts == []
+
+
 async def test_a_call_already_in_the_ledger_is_not_run_again_by_a_run_that_picks_up_stored_work() -> None:
     journal = MemoryJournal()
     journal.ledger[key(journal, ADD)] = ToolResult("stored")

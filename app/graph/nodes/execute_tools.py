@@ -1,5 +1,8 @@
 """execute_tools: per call, in order — known, blacklist, skip-done, policy (or the human's decision), execute.
 
+The policy set is read once per batch, before its first call: every call of a batch is judged by the
+same rules, and a batch of five calls costs one read, not five.
+
 Every tool the model may call is judged here, MCP tools included: the gateway enforces its own rules
 too, but only a decision taken here leaves a receipt on this turn, and a name nobody offered never
 leaves the service. A call that needs a human interrupts the batch: every later call of the batch
@@ -48,13 +51,16 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
     humans = state.get("decisions") or {}
     results = dict(state.get("results", {}))
     pending = state.get("pending", [])
+    if all(call.id in results for call in pending):
+        return {"results": results}
+    policy = await ctx.governance.current("tool")
     try:
         for index, call in enumerate(pending):
             if call.id in results:
                 continue
-            outcome = await _one_call(ctx, call, loop, humans.get(call.id))
+            outcome = await _one_call(ctx, call, loop, humans.get(call.id), policy)
             if isinstance(outcome, Gate):
-                await _request_approvals(ctx, outcome, pending[index + 1 :], loop, humans)
+                await _request_approvals(ctx, outcome, pending[index + 1 :], loop, humans, policy)
                 return {"results": results, "status": "interrupted"}
             results[call.id] = outcome
     except McpGatewayUnavailable as exc:
@@ -62,9 +68,11 @@ async def execute_tools(state: TurnState, runtime: Runtime[TurnContext]) -> dict
     return {"results": results}
 
 
-async def _one_call(ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None) -> ToolResult | Gate:
+async def _one_call(
+    ctx: TurnContext, call: ToolCall, loop: int, human: HumanDecision | None, policy: PolicySet | Decision
+) -> ToolResult | Gate:
+    """`policy`: the set in force, read once for the batch (every call of it is judged by the same rules)."""
     key = idempotency_key(str(ctx.ident.session_id), str(ctx.ident.turn_id), call.id)
-    policy = await ctx.governance.current("tool")
     if ctx.continued is not None:
         sent = await ctx.journal.ledger_dispatched(key)
         if sent is not None:  # judged and sent by the lost run: sent again as it was, under its key
@@ -215,15 +223,18 @@ def _completed(ctx: TurnContext, call: ToolCall, result: ToolResult) -> None:
 
 
 async def _request_approvals(
-    ctx: TurnContext, gate: Gate, later: list[ToolCall], loop: int, humans: dict[str, HumanDecision]
+    ctx: TurnContext,
+    gate: Gate,
+    later: list[ToolCall],
+    loop: int,
+    humans: dict[str, HumanDecision],
+    policy: PolicySet | Decision,
 ) -> None:
     gated = [gate]
     # a later call a human already decided keeps that decision (and its approval row)
     later = [call for call in later if call.id not in humans]
-    if later:
-        policy = await ctx.governance.current("tool")
-        if isinstance(policy, PolicySet):
-            gated += await _also_gated(ctx, policy, later)
+    if later and isinstance(policy, PolicySet):
+        gated += await _also_gated(ctx, policy, later)
     await ctx.journal.request_approvals([ApprovalRequest(g.call, loop, g.decision, g.result) for g in gated])
 
 
