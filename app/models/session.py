@@ -20,10 +20,14 @@ class Session(IdMixin, TenantMixin, CreatedMixin, Base):
 
     `last_active_at` moves when a turn starts; the idle sweep reads open sessions by it, and the
     retention sweep reads ended, not yet purged sessions by `closed_at` (both partial indexes, so
-    a pass costs the size of its batch, not of the table).
+    a pass costs the size of its batch, not of the table). `tenant_id` has no index of its own: the
+    composite indexes lead with it, and every turn's start rewrites the row's index entries
+    (migration 0028).
     """
 
     __tablename__ = "sessions"
+
+    tenant_id: Mapped[str] = mapped_column(String(128))
     __table_args__ = (
         Index("ix_sessions_tenant_owner_created", "tenant_id", "owner_sub", "created_at", "id"),
         Index("ix_sessions_agent_id", "agent_id"),
