@@ -17,6 +17,7 @@ from tests.autonomy.support import AUTONOMY, plan
 from tests.branching.conftest import MCP_TOOLS, Branching, messages, new_session, prompt_of, said, settled, turn
 from tests.conftest import TokenFactory
 from tests.sse import read_turn
+from tests.turns.support import slow_session
 
 REPLIES = ({"text": "answer one"}, {"text": "answer two"}, {"text": "answer three"}, {"text": "answer four"})
 
@@ -114,7 +115,7 @@ async def test_regenerate_refuses_an_earlier_a_superseded_and_an_unfinished_turn
     assert (superseded.status_code, superseded.json()["code"]) == (409, "turn_superseded")
     assert superseded.json()["superseded_by_turn_id"] == third
 
-    slow = await new_session(api, alice, {"text": " ".join(f"w{i}" for i in range(400))})
+    slow = await slow_session(api, alice)  # streams for about a minute: still running when asked
     started = await api.post(
         f"/sessions/{slow['id']}/turns", json={"input": "go"}, headers={**alice, "Prefer": "respond-async"}
     )
