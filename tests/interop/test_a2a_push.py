@@ -147,6 +147,9 @@ async def test_set_get_list_delete_round_trip(
     assert got.push_notification_config.authentication.credentials is None
     listed = await rpc(api, agent["id"], user, "tasks/pushNotificationConfig/list", {"id": task_id})
     assert [c["pushNotificationConfig"]["id"] for c in listed["result"]] == ["first", "second"]
+    # both were set on a task that had completed: each one hears that state once, at once (awaited
+    # before the delete below, which drops a deleted config's deliveries still pending)
+    bodies = [json.loads(r.body) for r in await arrivals(receiver, 2)]
     params = {"id": task_id, "pushNotificationConfigId": "first"}
     deleted = await rpc(api, agent["id"], user, "tasks/pushNotificationConfig/delete", params)
     assert "error" not in deleted, deleted  # the SDK's answer to a delete: no result (null is left out)
@@ -154,8 +157,6 @@ async def test_set_get_list_delete_round_trip(
     assert [c["pushNotificationConfig"]["id"] for c in listed["result"]] == ["second"]
     gone = await rpc(api, agent["id"], user, "tasks/pushNotificationConfig/get", params)
     assert gone["error"]["code"] == -32602
-    # both were set on a task that had completed: each one heard that state once, at once
-    bodies = [json.loads(r.body) for r in await arrivals(receiver, 2)]
     assert [b["status"]["state"] for b in bodies] == ["completed", "completed"]
     by_url = {r.headers.get("x-a2a-notification-token"): r.headers.get("authorization") for r in receiver.received}
     assert by_url == {TOKEN: None, None: f"Bearer cred-{TOKEN}"}

@@ -7,10 +7,12 @@ read back: get and list show the id, the URL and the authentication schemes only
 
 A config is stored after its task began (a message's config registers on the task the message made).
 The task's next state change is delivered by the write that stores it, which reads the configs of
-its task in the same statement; a change stored before the config is caught up on when it is saved
-(`PushConfigRepository.catch_up`). What is left is a write whose statement began before the config's
-commit and committed after the catch-up read (a few milliseconds on PostgreSQL): that one state is not
-pushed, the next one is (docs/decisions.md).
+its task in the same statement; a change stored before the config committed is caught up on right
+after, in a transaction that first locks the turn's row and so waits for a write under way
+(`PushConfigRepository.catch_up`). What is left is a write whose statement took its snapshot before
+the config's commit and had not yet reached its fence lock when the catch-up took the row: a window
+inside one statement, microseconds wide; that one state is not pushed, the next one is
+(docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -109,9 +111,10 @@ class PushConfigs:
             )
             row.secret_key_id = sealed.key_id if sealed else None
             row.secret_sealed = sealed.blob if sealed else None
-            await db.flush()
-            await repository.catch_up(row)
-            return view_of(row)
+            view, row_id = view_of(row), row.id
+        async with unit_of_work(self.factory) as db:
+            await PushConfigRepository(db, tenant_id).catch_up(row_id, turn_id)
+        return view
 
     async def get(self, turn_id: uuid.UUID, config_id: str | None) -> PushNotificationConfig | None:
         """The config of that id, or with none the task's first."""

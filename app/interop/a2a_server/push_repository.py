@@ -37,17 +37,24 @@ class PushConfigRepository(TenantRepository[A2aPushConfig]):
         )
         return bool((await self.session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
-    async def catch_up(self, config: A2aPushConfig) -> None:
-        """A delivery of the task's latest `turn.ended` to `config` while the task rests in that state
-        (not running again), unless the write that stored the event already made it (same config, turn
-        and seq): a config registered after the change hears it."""
+    async def catch_up(self, config_id: uuid.UUID, turn_id: uuid.UUID) -> None:
+        """A delivery of the task's latest `turn.ended` to the config `config_id` (committed before this
+        transaction began) while the task rests in that state, unless the write that stored the event
+        already made it (same config, turn and seq).
+
+        The turn's row is locked first: a turn write holds it `FOR SHARE` (its fence) until it commits,
+        so a write that began before the config's commit, and so could not see the config, is waited
+        for and its `turn.ended` read here; a later write reads the config itself."""
+        locked = select(Turn.id).where(Turn.id == turn_id, Turn.tenant_id == self.tenant_id)
+        if (await self.session.execute(locked.with_for_update(key_share=True))).first() is None:
+            return
         latest = (
             await self.session.execute(
                 select(TurnEvent.seq, TurnEvent.data)
                 .join(Turn, Turn.id == TurnEvent.turn_id)
                 .where(
                     TurnEvent.tenant_id == self.tenant_id,
-                    TurnEvent.turn_id == config.turn_id,
+                    TurnEvent.turn_id == turn_id,
                     TurnEvent.type == PUSHED_EVENT,
                     Turn.status.not_in(RESTLESS),
                 )
@@ -61,8 +68,8 @@ class PushConfigRepository(TenantRepository[A2aPushConfig]):
         row = {
             "id": uuid.uuid4(),
             "tenant_id": self.tenant_id,
-            "push_config_id": config.id,
-            "turn_id": config.turn_id,
+            "push_config_id": config_id,
+            "turn_id": turn_id,
             "seq": latest.seq,
             "event_type": PUSHED_EVENT,
             "payload": latest.data,
