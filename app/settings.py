@@ -189,6 +189,9 @@ class EvalSettings(BaseSettings):
     model_config = _group("EVAL_")
     poll_seconds: float = Field(default=2.0, gt=0)
     """How often each replica looks for eval runs nobody runs (new ones, or a dead replica's)."""
+    max_connections: int = Field(default=4, ge=1)
+    """The most API-pool connections the eval runner holds at once (its transactions and eval-session
+    inserts wait for one): a run of many items in parallel never starves the requests."""
 
 
 class GuardrailSettings(BaseSettings):

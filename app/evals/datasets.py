@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,12 +15,21 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.evals import schemas
-from app.evals.repository import DatasetItemRepository, DatasetRepository, RecordedTurns
+from app.evals.repository import ENDED, DatasetItemRepository, DatasetRepository, EvalRunRepository, RecordedTurns
 from app.models import Dataset, DatasetItem
 from app.models.base import utcnow
 from app.sessions.repository import SessionRepository
 
 PAGE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class CancelledRun:
+    """A run cancelled by its dataset's deletion: its turns still pending, to stop as its owner (whose
+    sessions they run in)."""
+
+    owner_sub: str
+    turn_ids: list[uuid.UUID]
 
 
 class DatasetService:
@@ -62,10 +72,23 @@ class DatasetService:
             raise NotFound(f"Dataset {name_or_id} not found")
         return row
 
-    async def delete(self, dataset_id: uuid.UUID) -> None:
+    async def delete(self, dataset_id: uuid.UUID) -> list[CancelledRun]:
+        """Delete the dataset, its items and the runs on it (ON DELETE CASCADE); the runs still going,
+        cancelled, for the caller to stop their turns.
+
+        The runs are locked before the cascade reaches the items, the order the runner's result inserts
+        lock them in (EvalStore.result_for), so a delete during a run waits for an insert, or the insert
+        for it, instead of deadlocking with it."""
         row = await self._writable(dataset_id)
+        runs = EvalRunRepository(self.db, self.principal.tenant_id)
+        cancelled = [
+            CancelledRun(run.owner_sub, await runs.cancel(run))
+            for run in await runs.lock_of_dataset(dataset_id)
+            if run.status not in ENDED
+        ]
         await self.db.delete(row)
         await self.db.flush()
+        return cancelled
 
     async def append(self, dataset_id: uuid.UUID, items: Sequence[schemas.ItemIn]) -> schemas.ItemsAdded:
         row = await self._writable(dataset_id)

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,6 +32,8 @@ from app.models import (
 )
 from app.models.base import utcnow
 from app.tools.recorded import RECORDED_KEY
+
+ENDED = ("completed", "cancelled", "failed")
 
 
 class DatasetRepository(TenantRepository[Dataset]):
@@ -139,45 +144,59 @@ class ResultRow:
 class EvalStore:
     """The runner's reads and writes, each in a short transaction of its own (a run lasts minutes)."""
 
-    def __init__(self, factory: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, factory: async_sessionmaker[AsyncSession], *, max_connections: int) -> None:
         self.factory = factory
+        self.gate = asyncio.Semaphore(max_connections)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A unit of work on the API pool once one of `max_connections` is free (EVAL_MAX_CONNECTIONS):
+        however many items the runs have going at once, evals never take the whole pool from requests."""
+        async with self.gate, unit_of_work(self.factory) as db:
+            yield db
 
     async def run(self, eval_id: uuid.UUID) -> EvalRun | None:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             return await db.get(EvalRun, eval_id)
 
     async def items(self, tenant_id: str, dataset_id: uuid.UUID) -> list[DatasetItem]:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             return await DatasetItemRepository(db, tenant_id).all_of(dataset_id)
 
-    async def result_for(self, run: EvalRun, item: DatasetItem, version: int) -> ResultRow:
-        """The item's result row on this version, made (with its session and turn ids) if missing."""
+    async def result_for(self, run: EvalRun, item: DatasetItem, version: int) -> ResultRow | None:
+        """The item's result row on this version, made (with its session and turn ids) if missing; None
+        once the run is no longer running (cancelled, or deleted with its dataset): the caller stops.
+
+        The run row is locked first, as deleting the dataset locks it first (DatasetService.delete).
+        Otherwise the insert's foreign-key checks (run, then item) and the delete's cascade (items,
+        then runs) would take the two rows in opposite orders and deadlock."""
         key = (EvalResult.eval_id == run.id, EvalResult.item_id == item.id, EvalResult.agent_version == version)
-        async with unit_of_work(self.factory) as db:
-            found = (await db.execute(select(EvalResult).where(*key))).scalars().first()
-            if found is not None:
-                return ResultRow.of(found)
         row = EvalResult(
             id=uuid.uuid4(), tenant_id=run.tenant_id, eval_id=run.id, item_id=item.id, position=item.position,
             agent_version=version, session_id=uuid.uuid4(), turn_id=uuid.uuid4(), status="pending", scores=[],
             tokens=0, latency_ms=0,
         )  # fmt: skip
         try:
-            async with unit_of_work(self.factory) as db:
+            async with self.transaction() as db:
+                if not await _lock_running(db, run.id):
+                    return None
+                found = (await db.execute(select(EvalResult).where(*key))).scalars().first()
+                if found is not None:
+                    return ResultRow.of(found)
                 db.add(row)
         except INTEGRITY_ERRORS:
-            async with unit_of_work(self.factory) as db:
+            async with self.transaction() as db:
                 return ResultRow.of((await db.execute(select(EvalResult).where(*key))).scalars().one())
         return ResultRow.of(row)
 
     async def turn_exists(self, tenant_id: str, turn_id: uuid.UUID) -> bool:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             stmt = select(Turn.id).where(Turn.tenant_id == tenant_id, Turn.id == turn_id)
             return (await db.execute(stmt)).first() is not None
 
     async def ended_turn(self, tenant_id: str, turn_id: uuid.UUID) -> tuple[Turn, list[ToolExecution]] | None:
         """The turn with the tool calls it ran, in order; None while it is still running or queued."""
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             turn = (
                 (await db.execute(select(Turn).where(Turn.tenant_id == tenant_id, Turn.id == turn_id)))
                 .scalars()
@@ -196,7 +215,7 @@ class EvalStore:
         self, result: ResultRow, *, turn_status: str, scores: list[Score], tokens: int, latency_ms: int
     ) -> None:
         values = [s.score for s in scores]
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             await db.execute(
                 update(EvalResult)
                 .where(EvalResult.id == result.id, EvalResult.status == "pending")
@@ -213,7 +232,7 @@ class EvalStore:
     async def judge_usage(
         self, run: EvalRun, result: ResultRow, model: str, input_tokens: int, output_tokens: int
     ) -> None:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             db.add(
                 Usage(
                     id=uuid.uuid4(),
@@ -229,12 +248,12 @@ class EvalStore:
             )
 
     async def cancelled(self, eval_id: uuid.UUID) -> bool:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             status = (await db.execute(select(EvalRun.status).where(EvalRun.id == eval_id))).scalar_one_or_none()
             return status in (None, "cancelled")
 
     async def fail(self, eval_id: uuid.UUID, error: str) -> None:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             await db.execute(
                 update(EvalRun)
                 .where(EvalRun.id == eval_id, EvalRun.status == "running")
@@ -242,7 +261,7 @@ class EvalStore:
             )
 
     async def finish(self, eval_id: uuid.UUID) -> None:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             await db.execute(
                 update(EvalRun)
                 .where(EvalRun.id == eval_id, EvalRun.status == "running")
@@ -252,7 +271,7 @@ class EvalStore:
     async def claim(self, runner_id: uuid.UUID, *, stale_before: datetime, limit: int) -> list[uuid.UUID]:
         """Runs nobody runs: queued ones, and running ones whose runner's heartbeat lapsed."""
         alive = select(Runner.id).where(Runner.heartbeat_at >= stale_before)
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             stmt = (
                 select(EvalRun.id)
                 .where(
@@ -270,7 +289,7 @@ class EvalStore:
             candidates = list((await db.execute(stmt)).scalars().all())
         claimed = []
         for eval_id in candidates:
-            async with unit_of_work(self.factory) as db:
+            async with self.transaction() as db:
                 won = await db.execute(
                     update(EvalRun)
                     .where(
@@ -291,11 +310,22 @@ class EvalStore:
         return claimed
 
     async def still_mine(self, eval_id: uuid.UUID, runner_id: uuid.UUID) -> bool:
-        async with unit_of_work(self.factory) as db:
+        async with self.transaction() as db:
             stmt = select(EvalRun.id).where(
                 EvalRun.id == eval_id, EvalRun.status == "running", EvalRun.runner_id == runner_id
             )
             return (await db.execute(stmt)).first() is not None
+
+
+async def _lock_running(db: AsyncSession, eval_id: uuid.UUID) -> bool:
+    """FOR KEY SHARE: the run can be neither deleted nor re-keyed until the insert commits, while
+    status changes (cancel, finish) go on unblocked."""
+    stmt = (
+        select(EvalRun.id)
+        .where(EvalRun.id == eval_id, EvalRun.status == "running")
+        .with_for_update(read=True, key_share=True)
+    )
+    return (await db.execute(stmt)).first() is not None
 
 
 class EvalSessions:
@@ -339,6 +369,19 @@ class EvalRunRepository(TenantRepository[EvalRun]):
         return await self.all(
             paginate(stmt, created_at=EvalRun.created_at, row_id=EvalRun.id, limit=limit, cursor=cursor)
         )
+
+    async def lock_of_dataset(self, dataset_id: uuid.UUID) -> list[EvalRun]:
+        """The runs on the dataset, locked FOR UPDATE in id order: deleting the dataset takes them before
+        its cascade takes the items, in the order the runner's inserts take them (EvalStore.result_for)."""
+        stmt = self.readable().where(EvalRun.dataset_id == dataset_id).order_by(EvalRun.id).with_for_update()
+        return await self.all(stmt)
+
+    async def cancel(self, row: EvalRun) -> list[uuid.UUID]:
+        """Mark the run cancelled (its runner stops at its next look); its turns still pending, for the
+        caller to stop."""
+        row.status, row.ended_at, row.updated_at = "cancelled", utcnow(), utcnow()
+        await self.session.flush()
+        return await self.pending_turns(row.id)
 
     async def results(self, eval_id: uuid.UUID) -> list[EvalResult]:
         stmt = select(EvalResult).where(EvalResult.tenant_id == self.tenant_id, EvalResult.eval_id == eval_id)

@@ -70,8 +70,12 @@ async def get_dataset(dataset_id: uuid.UUID, service: Datasets) -> schemas.Datas
 @router.delete(
     "/datasets/{dataset_id}", operation_id="deleteDataset", status_code=204, responses=problem_responses(403, 404)
 )
-async def delete_dataset(dataset_id: uuid.UUID, service: Datasets) -> None:
-    await service.delete(dataset_id)
+async def delete_dataset(
+    dataset_id: uuid.UUID, service: Datasets, principal: CurrentPrincipal, request: Request, background: BackgroundTasks
+) -> None:
+    """Delete the dataset with its items and the eval runs on it; the turns those runs still run are cancelled."""
+    for run in await service.delete(dataset_id):
+        background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, run.owner_sub, run.turn_ids)
 
 
 @router.post(

@@ -78,7 +78,7 @@ class EvalRunner:
 
     async def _item(self, run: Any, item: Any, version: int) -> None:
         result = await self.store.result_for(run, item, version)
-        if result.status != "pending":
+        if result is None or result.status != "pending":
             return
         if not await self.store.turn_exists(run.tenant_id, result.turn_id):
             refused = await self.turns.start(run, item, result)

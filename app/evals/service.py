@@ -12,11 +12,8 @@ from app.core.pagination import page_of
 from app.errors import Conflict, InvalidInput, NotFound, RuleViolation
 from app.evals import schemas, summary
 from app.evals.datasets import position_cursor
-from app.evals.repository import DatasetRepository, EvalRunRepository
+from app.evals.repository import ENDED, DatasetRepository, EvalRunRepository
 from app.models import EvalResult, EvalRun
-from app.models.base import utcnow
-
-ENDED = ("completed", "cancelled", "failed")
 
 
 class EvalService:
@@ -85,9 +82,8 @@ class EvalService:
         row = await self._load(eval_id)
         if row.status in ENDED:
             raise Conflict(f"Eval {eval_id} is already {row.status}")
-        row.status, row.ended_at, row.updated_at = "cancelled", utcnow(), utcnow()
-        await self.db.flush()
-        return view(row, await self.runs.results(eval_id)), await self.runs.pending_turns(eval_id)
+        running = await self.runs.cancel(row)
+        return view(row, await self.runs.results(eval_id)), running
 
     async def _load(self, eval_id: uuid.UUID) -> EvalRun:
         row = await self.runs.get(self.principal.owner_filter, eval_id)

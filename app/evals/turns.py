@@ -8,7 +8,6 @@ import uuid
 
 from app.auth.principal import Principal
 from app.container import AppState
-from app.core.db import unit_of_work
 from app.errors import AppError, Conflict, NotFound
 from app.evals.repository import EvalSessions, EvalStore, ResultRow
 from app.evals.runner import EndedTurn
@@ -26,7 +25,7 @@ class EngineTurns:
         owner = Principal(sub=run.owner_sub, tenant_id=run.tenant_id)
         recorded = item.recorded_tools if run.tools == "recorded" else None
         try:
-            async with unit_of_work(self.state.session_factory) as db:
+            async with self.store.transaction() as db:
                 await EvalSessions(db, run.tenant_id).create(run, result, recorded_tools=recorded)
             body = TurnCreate(input=item.input, multitask_strategy="enqueue")
             await TurnService(self.state, owner).start(result.session_id, body, turn_id=result.turn_id)

@@ -30,7 +30,7 @@ class EvalWorker:
     def __init__(self, state: AppState, *, poll_seconds: float) -> None:
         self.state = state
         self.poll_seconds = poll_seconds
-        self.store = EvalStore(state.session_factory)
+        self.store = EvalStore(state.session_factory, max_connections=state.settings.evals.max_connections)
         self.turns = EngineTurns(state, self.store)
         self.runner = EvalRunner(self.store, self.turns, state.turn_engine.providers)
         self._loop_task: asyncio.Task[None] | None = None

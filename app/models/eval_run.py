@@ -40,7 +40,7 @@ class EvalResult(IdMixin, TenantMixin, CreatedMixin, Base):
     __table_args__ = (UniqueConstraint("eval_id", "item_id", "agent_version"),)
 
     eval_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"), index=True)
-    item_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("dataset_items.id", ondelete="CASCADE"))
+    item_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("dataset_items.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column(Integer)
     agent_version: Mapped[int] = mapped_column(Integer)
     session_id: Mapped[uuid.UUID] = mapped_column(Uuid())
