@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,21 +14,19 @@ from app.core.pagination import page_of
 from app.core.sql import INTEGRITY_ERRORS
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.evals import schemas
-from app.evals.repository import ENDED, DatasetItemRepository, DatasetRepository, EvalRunRepository, RecordedTurns
+from app.evals.repository import (
+    ENDED,
+    CancelledRun,
+    DatasetItemRepository,
+    DatasetRepository,
+    EvalRunRepository,
+    RecordedTurns,
+)
 from app.models import Dataset, DatasetItem
 from app.models.base import utcnow
 from app.sessions.repository import SessionRepository
 
 PAGE = 100
-
-
-@dataclass(frozen=True, slots=True)
-class CancelledRun:
-    """A run cancelled by its dataset's deletion: its turns still pending, to stop as its owner (whose
-    sessions they run in)."""
-
-    owner_sub: str
-    turn_ids: list[uuid.UUID]
 
 
 class DatasetService:
@@ -82,9 +79,7 @@ class DatasetService:
         row = await self._writable(dataset_id)
         runs = EvalRunRepository(self.db, self.principal.tenant_id)
         cancelled = [
-            CancelledRun(run.owner_sub, await runs.cancel(run))
-            for run in await runs.lock_of_dataset(dataset_id)
-            if run.status not in ENDED
+            await runs.cancel(run) for run in await runs.lock_of_dataset(dataset_id) if run.status not in ENDED
         ]
         await self.db.delete(row)
         await self.db.flush()

@@ -33,6 +33,16 @@ from app.models import (
 from app.models.base import utcnow
 from app.tools.recorded import RECORDED_KEY
 
+
+@dataclass(frozen=True, slots=True)
+class CancelledRun:
+    """A run just cancelled: its turns still pending, to stop as its owner (whose sessions they run in;
+    an admin or a dataset's owner who cancels it could not stop another user's turns)."""
+
+    owner_sub: str
+    turn_ids: list[uuid.UUID]
+
+
 ENDED = ("completed", "cancelled", "failed")
 
 
@@ -376,12 +386,12 @@ class EvalRunRepository(TenantRepository[EvalRun]):
         stmt = self.readable().where(EvalRun.dataset_id == dataset_id).order_by(EvalRun.id).with_for_update()
         return await self.all(stmt)
 
-    async def cancel(self, row: EvalRun) -> list[uuid.UUID]:
+    async def cancel(self, row: EvalRun) -> CancelledRun:
         """Mark the run cancelled (its runner stops at its next look); its turns still pending, for the
-        caller to stop."""
+        caller to stop as the run's owner."""
         row.status, row.ended_at, row.updated_at = "cancelled", utcnow(), utcnow()
         await self.session.flush()
-        return await self.pending_turns(row.id)
+        return CancelledRun(row.owner_sub, await self.pending_turns(row.id))
 
     async def results(self, eval_id: uuid.UUID) -> list[EvalResult]:
         stmt = select(EvalResult).where(EvalResult.tenant_id == self.tenant_id, EvalResult.eval_id == eval_id)

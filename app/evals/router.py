@@ -75,7 +75,7 @@ async def delete_dataset(
 ) -> None:
     """Delete the dataset with its items and the eval runs on it; the turns those runs still run are cancelled."""
     for run in await service.delete(dataset_id):
-        background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, run.owner_sub, run.turn_ids)
+        background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, run)
 
 
 @router.post(
@@ -191,6 +191,6 @@ async def cancel_eval(
     eval_id: uuid.UUID, service: Evals, principal: CurrentPrincipal, request: Request, background: BackgroundTasks
 ) -> schemas.EvalRun:
     """Stop the run: no item starts any more, and its turns still running are cancelled."""
-    run, running = await service.cancel(eval_id)
-    background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, principal.sub, running)
+    run, cancelled = await service.cancel(eval_id)
+    background.add_task(request.app.state.evals.stop_turns, principal.tenant_id, cancelled)
     return run

@@ -12,7 +12,7 @@ from app.core.pagination import page_of
 from app.errors import Conflict, InvalidInput, NotFound, RuleViolation
 from app.evals import schemas, summary
 from app.evals.datasets import position_cursor
-from app.evals.repository import ENDED, DatasetRepository, EvalRunRepository
+from app.evals.repository import ENDED, CancelledRun, DatasetRepository, EvalRunRepository
 from app.models import EvalResult, EvalRun
 
 
@@ -77,13 +77,13 @@ class EvalService:
             items=[item_view(r) for r in rows], next_cursor=str(after + limit) if more else None
         )
 
-    async def cancel(self, eval_id: uuid.UUID) -> tuple[schemas.EvalRun, list[uuid.UUID]]:
-        """Mark the run cancelled; the turns still pending, for the caller to cancel."""
+    async def cancel(self, eval_id: uuid.UUID) -> tuple[schemas.EvalRun, CancelledRun]:
+        """Mark the run cancelled; its turns still pending, for the caller to stop."""
         row = await self._load(eval_id)
         if row.status in ENDED:
             raise Conflict(f"Eval {eval_id} is already {row.status}")
-        running = await self.runs.cancel(row)
-        return view(row, await self.runs.results(eval_id)), running
+        cancelled = await self.runs.cancel(row)
+        return view(row, await self.runs.results(eval_id)), cancelled
 
     async def _load(self, eval_id: uuid.UUID) -> EvalRun:
         row = await self.runs.get(self.principal.owner_filter, eval_id)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.container import AppState
-from app.evals.repository import EvalStore
+from app.evals.repository import CancelledRun, EvalStore
 from app.evals.runner import EvalRunner
 from app.evals.turns import EngineTurns
 from app.models.base import utcnow
@@ -52,10 +52,11 @@ class EvalWorker:
         with contextlib.suppress(OSError, SQLAlchemyError):
             await self.run_once()
 
-    async def stop_turns(self, tenant_id: str, owner_sub: str, turn_ids: list[uuid.UUID]) -> None:
-        """A cancelled run's turns that are still running (its runner, here or elsewhere, stops too)."""
-        for turn_id in turn_ids:
-            await self.turns.stop(tenant_id, owner_sub, turn_id)
+    async def stop_turns(self, tenant_id: str, run: CancelledRun) -> None:
+        """A cancelled run's turns that are still running, stopped as its owner (its runner, here or
+        elsewhere, stops too)."""
+        for turn_id in run.turn_ids:
+            await self.turns.stop(tenant_id, run.owner_sub, turn_id)
 
     async def _loop(self) -> None:
         while True:
