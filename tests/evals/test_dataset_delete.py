@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.evals.repository import EvalStore
 from app.models import Dataset, DatasetItem, EvalResult, EvalRun, Session, Turn
 from app.settings import EvalSettings
 from tests.conftest import TokenFactory, make_settings, running_app
@@ -125,17 +126,27 @@ async def _delete_waits_on_a_lock(sql: AsyncEngine) -> None:
         await asyncio.sleep(0.02)
 
 
+async def _a_slow_run_under_way(
+    evals_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str]
+) -> tuple[EvalStore, dict[str, Any], EvalRun]:
+    """The worker's store, and a three-item run of a slow agent whose first item has started."""
+    app, client = evals_app
+    store: EvalStore = app.state.evals.store
+    agent = await _slow_agent(client, alice, LONG_TEXT)
+    dataset, started = await _run(client, alice, agent["id"], items=3, concurrency=1)
+    await _until_items(client, alice, started["id"])
+    run = await store.run(uuid.UUID(started["id"]))
+    assert run is not None
+    return store, dataset, run
+
+
 async def test_a_result_insert_while_the_delete_cascades_waits_for_it_instead_of_deadlocking(
     evals_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], sql: AsyncEngine
 ) -> None:
     """The interleaving made certain: the run is on its first item; a lock on the last item holds
     the delete's cascade there, past the second item, when the runner makes the second item's result."""
-    app, client = evals_app
-    store = app.state.evals.store
-    agent = await _slow_agent(client, alice, LONG_TEXT)
-    dataset, started = await _run(client, alice, agent["id"], items=3, concurrency=1)
-    await _until_items(client, alice, started["id"])
-    run = await store.run(uuid.UUID(started["id"]))
+    client = evals_app[1]
+    store, dataset, run = await _a_slow_run_under_way(evals_app, alice)
     first, second, last = await store.items(run.tenant_id, run.dataset_id)
     async with sql.connect() as holder:
         await holder.begin()
@@ -192,12 +203,8 @@ async def test_a_turn_still_running_when_its_dataset_goes_is_cancelled(
 async def test_the_runners_result_for_a_run_no_longer_running_is_none_and_inserts_nothing(
     evals_app: tuple[FastAPI, httpx.AsyncClient], alice: dict[str, str], sql: AsyncEngine, ending: str
 ) -> None:
-    app, client = evals_app
-    store = app.state.evals.store
-    agent = await _slow_agent(client, alice, LONG_TEXT)
-    dataset, started = await _run(client, alice, agent["id"], items=3, concurrency=1)
-    await _until_items(client, alice, started["id"])
-    run = await store.run(uuid.UUID(started["id"]))
+    client = evals_app[1]
+    store, dataset, run = await _a_slow_run_under_way(evals_app, alice)
     last = (await store.items(run.tenant_id, run.dataset_id))[-1]
     before = await _results(sql, run.id)
     if ending == "cancel":
