@@ -118,18 +118,17 @@ async def _ramp(target: Target, count: int, rate: float, opening: int, start_at:
             started += 1
         await asyncio.gather(*tasks)
 
-    timed_out = 0
     try:
         async with asyncio.timeout(cap):
             await launch()
     except TimeoutError:
-        timed_out = sum(not t.done() for t in tasks)
+        pass  # the streams still running at the cap were cancelled with `launch`: counted below
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
-    return DriverOutcome(results, timed_out, count - started)
+    return DriverOutcome(results, started - len(results), count - started)
 
 
 def _drive(target: Target, count: int, rate: float, opening: int, start_at: float, timeout: float,
