@@ -219,7 +219,8 @@ def _provider_clients(settings: Settings) -> ProviderClients:
             "anthropic": ClientOptions(settings.anthropic.timeout_seconds, settings.anthropic.max_retries),
             "openai": ClientOptions(settings.openai.timeout_seconds, settings.openai.max_retries),
             "gemini": ClientOptions(settings.gemini.timeout_seconds, settings.gemini.max_retries),
-        }
+        },
+        max_connections=settings.providers.max_connections,
     )
 
 

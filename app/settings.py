@@ -110,6 +110,9 @@ class ProviderSettings(BaseSettings):
     allowed_hosts: CommaList = Field(default_factory=list)
     """Hosts a tenant credential's `base_url` may name although they resolve to private,
     loopback or link-local addresses (an in-cluster vLLM, a local Ollama)."""
+    max_connections: int = Field(default=500, ge=1)
+    """Connections to model providers open at once, per replica (a streaming turn holds one); split
+    into pools of at most 500 (app/providers/clients.py)."""
 
 
 class SecretsSettings(BaseSettings):

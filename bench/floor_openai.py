@@ -13,9 +13,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 import orjson
 from fastapi import FastAPI
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from bench.floor_server import MAX_ROUNDS, _tool_output
 from bench.serving import floor_app, serve_floor
@@ -69,8 +70,10 @@ async def _turn(client: AsyncOpenAI, text: str) -> AsyncIterator[dict[str, str]]
     yield {"event": "end", "data": "{}"}
 
 
-def build_app(mock_url: str) -> FastAPI:
-    client = AsyncOpenAI(base_url=mock_url, api_key="x", max_retries=0)
+def build_app(mock_url: str, connections: int = 1000) -> FastAPI:
+    limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=min(connections, 100))
+    http = DefaultAsyncHttpxClient(limits=limits)
+    client = AsyncOpenAI(base_url=mock_url, api_key="x", max_retries=0, http_client=http)
     return floor_app(lambda message: _turn(client, message))
 
 

@@ -1,10 +1,11 @@
 """The practical floor: the least a service can do to stream a model's reply over SSE.
 
-    python -m bench.floor_server --port 8100 --mock http://127.0.0.1:8999
+    python -m bench.floor_server --port 8100 --mock http://127.0.0.1:8999 [--connections 1000]
 
 FastAPI + sse-starlette + the official anthropic SDK proxying the mock, with no database, no graph and
 no auth. `POST /turns {"message": …}` streams each text delta as an `event: token`, each tool call
-(the `echo` tool, answered locally) as an `event: tool`, and closes with `event: end`.
+(the `echo` tool, answered locally) as an `event: tool`, and closes with `event: end`. Its SDK client's
+pool holds `--connections` (default 1,000, the SDK's own).
 `agent-runtime` is measured against it in the same run (`bench.run`), so ratios, not absolute times,
 are what the bench reports.
 """
@@ -14,8 +15,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 import orjson
-from anthropic import AsyncAnthropic
+from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 from fastapi import FastAPI
 
 from bench.serving import floor_app, serve_floor
@@ -59,8 +61,10 @@ async def _turn(client: AsyncAnthropic, text: str) -> AsyncIterator[dict[str, st
     yield {"event": "end", "data": "{}"}
 
 
-def build_app(mock_url: str) -> FastAPI:
-    client = AsyncAnthropic(base_url=mock_url, api_key="x", max_retries=0)
+def build_app(mock_url: str, connections: int = 1000) -> FastAPI:
+    limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=min(connections, 100))
+    http = DefaultAsyncHttpxClient(limits=limits)
+    client = AsyncAnthropic(base_url=mock_url, api_key="x", max_retries=0, http_client=http)
     return floor_app(lambda message: _turn(client, message))
 
 

@@ -24,15 +24,23 @@ class TurnResult:
     tool_calls: int = 0
     events: int = 0
     opened_at: float | None = None  # perf_counter when the stream's headers arrived
+    first_text_at: float | None = None  # perf_counter when its first text event arrived
     closed_at: float | None = None  # perf_counter when its last event was read
 
 
+OnOpen = Callable[[], None]
+"""Called when a stream's first text event arrives: from then on it is open end to end."""
+
+
 def peak_open(results: list[TurnResult]) -> int:
-    """The most streams that were open at the same moment."""
+    """The most streams that were open at the same moment: a stream is open from its first text event
+    (its headers when it sent no text) to its end. Times are perf_counter, CLOCK_MONOTONIC on Linux, so
+    results of several driver processes compare."""
     marks = []
     for r in results:
-        if r.opened_at is not None and r.closed_at is not None:
-            marks += [(r.opened_at, 1), (r.closed_at, -1)]
+        opened = r.first_text_at if r.first_text_at is not None else r.opened_at
+        if opened is not None and r.closed_at is not None:
+            marks += [(opened, 1), (r.closed_at, -1)]
     peak = current = 0
     for _, step in sorted(marks):
         current += step
@@ -90,7 +98,7 @@ class FloorTarget:
     message: str = "Say hello in fifty words."
 
 
-async def ar_turn(client: httpx.AsyncClient, target: ArTarget) -> TurnResult:
+async def ar_turn(client: httpx.AsyncClient, target: ArTarget, on_open: OnOpen | None = None) -> TurnResult:
     """POST /sessions, then POST /sessions/{id}/turns read to `turn.ended` (completed = ok)."""
     started = time.perf_counter()
     headers = target.headers()
@@ -116,6 +124,7 @@ async def ar_turn(client: httpx.AsyncClient, target: ArTarget) -> TurnResult:
             text_event="message.delta",
             end_event="turn.ended",
             tool_event="tool_call.completed",
+            on_open=on_open,
         )
         result.closed_at = time.perf_counter()
     result.latency = result.closed_at - started
@@ -132,7 +141,7 @@ async def ar_turn(client: httpx.AsyncClient, target: ArTarget) -> TurnResult:
     return result
 
 
-async def floor_turn(client: httpx.AsyncClient, target: FloorTarget) -> TurnResult:
+async def floor_turn(client: httpx.AsyncClient, target: FloorTarget, on_open: OnOpen | None = None) -> TurnResult:
     """POST /turns read to `end`."""
     started = time.perf_counter()
     result = TurnResult(ok=False)
@@ -141,7 +150,9 @@ async def floor_turn(client: httpx.AsyncClient, target: FloorTarget) -> TurnResu
             await resp.aread()
             return TurnResult(ok=False, error=f"turns_http_{resp.status_code}")
         result.opened_at = time.perf_counter()
-        ended = await _read_sse(resp, result, started, text_event="token", end_event="end", tool_event="tool")
+        ended = await _read_sse(
+            resp, result, started, text_event="token", end_event="end", tool_event="tool", on_open=on_open
+        )
         result.closed_at = time.perf_counter()
     result.latency = result.closed_at - started
     if ended is None:
@@ -154,7 +165,14 @@ async def floor_turn(client: httpx.AsyncClient, target: FloorTarget) -> TurnResu
 
 
 async def _read_sse(
-    resp: httpx.Response, result: TurnResult, t0: float, *, text_event: str, end_event: str, tool_event: str
+    resp: httpx.Response,
+    result: TurnResult,
+    t0: float,
+    *,
+    text_event: str,
+    end_event: str,
+    tool_event: str,
+    on_open: OnOpen | None = None,
 ) -> str | None:
     """Read events until `end_event`; returns its data (or None if the stream closed first)."""
     event = ""
@@ -168,7 +186,10 @@ async def _read_sse(
             if result.ttfe is None:
                 result.ttfe = time.perf_counter() - t0
             if event == text_event and result.ttft is None:
-                result.ttft = time.perf_counter() - t0
+                result.first_text_at = time.perf_counter()
+                result.ttft = result.first_text_at - t0
+                if on_open is not None:
+                    on_open()
             elif event == tool_event:
                 result.tool_calls += 1
         elif line.startswith("data:") and event == end_event:
@@ -176,15 +197,16 @@ async def _read_sse(
     return None
 
 
-def new_client(connections: int = 4) -> httpx.AsyncClient:
+def new_client(connections: int = 4, timeout_seconds: float = TURN_TIMEOUT_SECONDS) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    timeout = httpx.Timeout(TURN_TIMEOUT_SECONDS, connect=30.0)
+    timeout = httpx.Timeout(timeout_seconds, connect=30.0)
     return httpx.AsyncClient(limits=limits, timeout=timeout, verify=False, trust_env=False)
 
 
-async def _guarded(fn: TurnFn, client: httpx.AsyncClient) -> TurnResult:
+async def guarded(fn: TurnFn, client: httpx.AsyncClient, timeout_seconds: float = TURN_TIMEOUT_SECONDS) -> TurnResult:
+    """One turn; its timeout, an HTTP error or a broken answer is a failed turn with the error's name."""
     try:
-        async with asyncio.timeout(TURN_TIMEOUT_SECONDS):
+        async with asyncio.timeout(timeout_seconds):
             return await fn(client)
     except TimeoutError:
         return TurnResult(ok=False, error="turn_timeout")
@@ -213,7 +235,7 @@ async def run_load(fn: TurnFn, *, concurrency: int, turns: int, cap_seconds: flo
             remaining -= 1
             in_flight += 1
             try:
-                out.results.append(await _guarded(fn, client))
+                out.results.append(await guarded(fn, client))
             finally:
                 in_flight -= 1
 

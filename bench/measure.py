@@ -50,8 +50,10 @@ async def measure(
     sample_rss: bool = False,
     feature: str = "",
     settle: Callable[[int], Awaitable[None]] | None = None,
+    load_fn: Callable[[], Awaitable[LoadResult]] | None = None,
 ) -> Row:
-    """One measured run; `settle(turns)`, when given, runs after the load and inside the measured window."""
+    """One measured run; `settle(turns)`, when given, runs after the load and inside the measured window.
+    `load_fn`, when given, drives the load instead of `run_load` of `fn` (the idle run's ramp)."""
     await asyncio.sleep(0.3)  # let the previous run's trailing work finish
     pg = cpu.PostgresCpu(run.db.name)
     rss = cpu.RssSampler(proc.pid) if sample_rss else None
@@ -62,7 +64,10 @@ async def measure(
     if rss:
         rss.start()
     try:
-        load: LoadResult = await run_load(fn, concurrency=concurrency, turns=turns, cap_seconds=cap)
+        if load_fn is not None:
+            load: LoadResult = await load_fn()
+        else:
+            load = await run_load(fn, concurrency=concurrency, turns=turns, cap_seconds=cap)
         if settle is not None:
             await settle(len(load.results))
     finally:
@@ -100,10 +105,18 @@ async def measure(
 TOOL_SCENARIOS = ("tool", "openai-tool")
 
 
-def ar_turns(run: Run, proc: Proc, scenario: str) -> TurnFactory:
+def ar_target(run: Run, proc: Proc, scenario: str) -> ArTarget:
     agent = "scripted" if scenario == "scripted" else "openai" if scenario in OPENAI_SCENARIOS else "llm"
-    return ar_fn(ArTarget(proc.url, run.token, run.agents[agent], expect_tool=scenario in TOOL_SCENARIOS))
+    return ArTarget(proc.url, run.token, run.agents[agent], expect_tool=scenario in TOOL_SCENARIOS)
+
+
+def floor_target(proc: Proc, scenario: str) -> FloorTarget:
+    return FloorTarget(proc.url, expect_tool=scenario in TOOL_SCENARIOS)
+
+
+def ar_turns(run: Run, proc: Proc, scenario: str) -> TurnFactory:
+    return ar_fn(ar_target(run, proc, scenario))
 
 
 def floor_turns(proc: Proc, scenario: str) -> TurnFactory:
-    return floor_fn(FloorTarget(proc.url, expect_tool=scenario in TOOL_SCENARIOS))
+    return floor_fn(floor_target(proc, scenario))

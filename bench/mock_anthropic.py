@@ -7,13 +7,18 @@
 `message_stop`) or as one JSON message. Each reply has `--tokens` words, `--delay-ms` apart.
 With `--tool-mode`, a request that offers a tool named `echo` and ends with a plain user message gets a
 `tool_use` of `echo` (`{"text": "hello from mock"}`); the request carrying its `tool_result` gets text.
-`GET /health` for readiness.
+`POST /behaviour {"hold_seconds": 130, "ping_seconds": 10}` changes how later replies stream: each
+text reply sends its first word, then holds the stream open with SSE `ping` events every `ping_seconds`
+until `hold_seconds` have passed since the request, then sends the rest (the idle run's open streams;
+`hold_seconds` 0 turns it off). `GET /health` for readiness.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +27,7 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from bench.serving import mock_app, serve_mock
 
@@ -34,8 +40,11 @@ class Behaviour:
     tokens: int = 50
     delay_ms: float = 0.0
     tool_mode: bool = False
+    hold_seconds: float = 0.0
+    ping_seconds: float = 10.0
 
 
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 _ids = itertools.count(1)
 
 
@@ -69,6 +78,17 @@ class MockAnthropic:
         self.behaviour = behaviour
         self.requests = 0
 
+    async def set_behaviour(self, request: Request) -> Response:
+        """`POST /behaviour`: hold_seconds and ping_seconds of the replies that follow."""
+        body = orjson.loads(await request.body())
+        current = self.behaviour
+        self.behaviour = dataclasses.replace(
+            current,
+            hold_seconds=float(body.get("hold_seconds", current.hold_seconds)),
+            ping_seconds=float(body.get("ping_seconds", current.ping_seconds)),
+        )
+        return JSONResponse(dataclasses.asdict(self.behaviour))
+
     async def messages(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
         self.requests += 1
@@ -97,6 +117,8 @@ class MockAnthropic:
         }
 
     async def _stream(self, body: dict[str, Any], message_id: str, tool: bool) -> AsyncIterator[bytes]:
+        behaviour = self.behaviour
+        started = time.monotonic()
         start = {
             "id": message_id,
             "type": "message",
@@ -108,7 +130,7 @@ class MockAnthropic:
             "usage": {"input_tokens": _prompt_tokens(body), "output_tokens": 1},
         }
         yield _frame("message_start", {"message": start})
-        delay = self.behaviour.delay_ms / 1000
+        delay = behaviour.delay_ms / 1000
         if tool:
             block = {"type": "tool_use", "id": f"toolu_{message_id}", "name": TOOL_NAME, "input": {}}
             yield _frame("content_block_start", {"index": 0, "content_block": block})
@@ -119,11 +141,14 @@ class MockAnthropic:
             output_tokens = 1
         else:
             yield _frame("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
-            for word in _words(self.behaviour.tokens):
+            for i, word in enumerate(_words(behaviour.tokens)):
                 if delay:
                     await asyncio.sleep(delay)
                 yield _frame("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": word}})
-            output_tokens = self.behaviour.tokens
+                if i == 0 and behaviour.hold_seconds > 0:
+                    async for ping in _hold(started + behaviour.hold_seconds, behaviour.ping_seconds):
+                        yield ping
+            output_tokens = behaviour.tokens
         yield _frame("content_block_stop", {"index": 0})
         stop = {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None}
         yield _frame("message_delta", {"delta": stop, "usage": {"output_tokens": output_tokens}})
@@ -133,9 +158,19 @@ class MockAnthropic:
         return JSONResponse({"ok": True, "requests": self.requests})
 
 
+async def _hold(until: float, every: float) -> AsyncIterator[bytes]:
+    """SSE `ping` events every `every` seconds until the monotonic time `until`."""
+    while (left := until - time.monotonic()) > 0:
+        await asyncio.sleep(min(every, left))
+        if time.monotonic() < until:
+            yield PING
+
+
 def build_app(behaviour: Behaviour) -> Starlette:
     mock = MockAnthropic(behaviour)
-    return mock_app("/v1/messages", mock.messages, mock)
+    app = mock_app("/v1/messages", mock.messages, mock)
+    app.router.routes.append(Route("/behaviour", mock.set_behaviour, methods=["POST"]))
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:

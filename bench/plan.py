@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.features import FEATURE_CLIENTS, FEATURE_NAMES, FEATURE_SCENARIOS
+from bench.idle import STREAMS_PER_CLIENT, IdleRamp
 from bench.procs import repo_root
 
 SCENARIOS = ("text", "tool", "scripted", "idle", "openai-text", "openai-tool")
@@ -28,6 +29,14 @@ class Plan:
     db_stats: bool = False
     features: list[str] = field(default_factory=list)
     """The features pass's features (bench/features.py), in order; empty: no features pass."""
+    idle_rate: float = 100.0
+    idle_opening: int = 100
+    idle_clients: int = 0
+    idle_hold: float = 0.0
+
+    @property
+    def idle_ramp(self) -> IdleRamp:
+        return IdleRamp(self.idle_streams, self.idle_rate, self.idle_opening, self.idle_clients, self.idle_hold)
 
     def turns_for(self, concurrency: int) -> int:
         return self.turns if self.turns is not None else max(100, 10 * concurrency)
@@ -99,6 +108,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="streams opened together in the idle run (default 1000, --quick 100; the target is set for 10000)",
     )
     parser.add_argument(
+        "--idle-rate", type=float, default=100.0, help="idle run: streams opened per second (default 100)"
+    )
+    parser.add_argument(
+        "--idle-opening",
+        type=_positive,
+        default=100,
+        help="idle run: at most this many streams between their request and first text event (default 100)",
+    )
+    parser.add_argument(
+        "--idle-clients",
+        type=_positive,
+        default=None,
+        help=f"idle run: driver processes (default enough that each holds at most {STREAMS_PER_CLIENT:,} streams)",
+    )
+    parser.add_argument(
+        "--idle-hold",
+        type=float,
+        default=None,
+        help="idle run: seconds the mock holds each reply open (default: the ramp's time + 20)",
+    )
+    parser.add_argument(
         "--features",
         type=_features,
         default=list(FEATURE_NAMES),
@@ -117,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--idle-timeout",
         type=float,
         default=None,
-        help="overall cap of the idle run, seconds (default 240, or one per 10 streams when that is more)",
+        help="overall cap of the idle run per server, seconds (default: ramp + hold + 120)",
     )
     parser.add_argument("--warmup", type=int, default=None, help="warm-up turns per server and scenario (default 20)")
     parser.add_argument(
@@ -150,6 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_plan(args: argparse.Namespace) -> Plan:
+    plan = _make_plan(args)
+    plan.idle_rate = args.idle_rate
+    plan.idle_opening = args.idle_opening
+    plan.idle_clients = args.idle_clients or 0
+    plan.idle_hold = args.idle_hold or 0.0
+    ramp = plan.idle_ramp
+    plan.idle_timeout = args.idle_timeout or ramp.ramp_seconds + ramp.hold + 120.0
+    return plan
+
+
+def _make_plan(args: argparse.Namespace) -> Plan:
     scenarios = [s for s in args.scenarios if not (args.skip_idle and s == "idle")]
     idle_streams = args.idle_streams or 1000
     features = [] if args.skip_features or not set(FEATURE_SCENARIOS) & set(scenarios) else args.features

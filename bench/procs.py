@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -17,10 +18,22 @@ LOOPBACK = "127.0.0.1"
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if the bench dies without cleaning up (even by SIGKILL). Linux only."""
+def raise_open_files() -> int:
+    """Raise this process's open-files soft limit to the hard limit (each open stream is a socket, two
+    in a proxy); returns the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _child_setup() -> None:
+    """In the child: get SIGTERM if the bench dies without cleaning up (even by SIGKILL; Linux only),
+    and as many open files as the hard limit allows."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    raise_open_files()
 
 
 def repo_root() -> Path:
@@ -49,7 +62,7 @@ class Proc:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_child_setup,
             cwd=str(repo_root()),
         )
 

@@ -324,13 +324,18 @@ def db_count_targets(per_turn: dict[str, dict[str, float]]) -> list[Target]:
 
 
 def idle_targets(rows: list[Row], streams: int) -> list[Target]:
-    """`streams` turns open together against the slow mock: no errors, RSS < 2 GiB (the limit is set for
-    10,000 streams; a smaller run's verdict says so)."""
+    """`streams` turns held open together against the slow mock: at least 10,000 of them open at once
+    (when 10,000 or more were run; else all of them, labelled so), no errors, RSS < 2 GiB (the limit is
+    set for 10,000 streams; a smaller run's verdict says so)."""
     row = next((r for r in rows if r.server == AR and r.scenario == "idle" and r.concurrency == streams), None)
-    note = "" if streams == IDLE_STREAMS else f"ran {streams:,}; the target is for {IDLE_STREAMS:,}"
+    note = "" if streams >= IDLE_STREAMS else f"ran {streams:,}; the target is for {IDLE_STREAMS:,}"
     if row is not None:
         note = ", ".join(x for x in (f"{row.turns_ok} ok, at most {row.peak_open_streams} open at once", note) if x)
+    wanted = IDLE_STREAMS if streams >= IDLE_STREAMS else streams
+    label = f"{wanted:,} (the target)" if wanted == IDLE_STREAMS else f"{wanted:,} (all of this run, not the target)"
     return [
+        Target(f"{streams:,} open streams: open at once >= {label}", None if row is None else row.peak_open_streams,
+               wanted, ">=", note=note),
         Target(f"{streams:,} open streams: errors", None if row is None else row.errors, 0, "<=", note=note),
         Target(f"{streams:,} open streams: peak RSS", None if row is None else row.peak_rss_mib, IDLE_RSS_MIB, "<",
                "MiB", note=note),

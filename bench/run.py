@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -49,8 +50,9 @@ from bench.agents import (
 from bench.db import BenchDatabase, admin_url_from_env, pool_settings, server_connections
 from bench.dbstats import per_turn_text
 from bench.features import FEATURE_NAMES, sink_counts
+from bench.idle import run_idle, set_hold
 from bench.log import log
-from bench.measure import Run, ar_turns, floor_turns, measure
+from bench.measure import Run, ar_target, ar_turns, floor_target, floor_turns, measure
 from bench.passes import count_db_work, features_pass
 from bench.plan import build_parser, make_plan
 from bench.procs import Proc, ProcSet, repo_root
@@ -82,19 +84,7 @@ async def run_phase(run: Run, phase: Phase) -> None:
             else:
                 await warm_up(f"{scenario}/{server}", fn, plan.warmup_turns, concurrency=max(plan.concurrency))
         if scenario == "idle":
-            for server, proc, fn in servers:
-                await measure(
-                    run,
-                    scenario="idle",
-                    server=server,
-                    proc=proc,
-                    mock=phase.mock,
-                    fn=fn,
-                    concurrency=plan.idle_streams,
-                    turns=plan.idle_streams,
-                    cap=plan.idle_timeout,
-                    sample_rss=True,
-                )
+            await idle_runs(run, phase, servers)
             continue
         for concurrency in plan.concurrency:
             for server, proc, fn in servers:
@@ -110,6 +100,36 @@ async def run_phase(run: Run, phase: Phase) -> None:
                     cap=plan.cap_seconds,
                     sample_rss=True,
                 )
+
+
+async def idle_runs(run: Run, phase: Phase, servers: list[tuple[str, Proc, TurnFactory]]) -> None:
+    """Issue 25's open streams: the mock holds every reply open, the drivers ramp the opens (bench/idle.py)."""
+    assert phase.mock is not None
+    plan = run.plan
+    ramp = plan.idle_ramp
+    await set_hold(phase.mock.url, ramp.hold)
+    log(
+        f"idle: {ramp.streams} streams at {ramp.rate:g}/s (at most {ramp.opening} opening), {ramp.drivers} driver "
+        f"processes, each reply held {ramp.hold:.0f} s with pings, turn timeout {ramp.turn_timeout:.0f} s"
+    )
+    try:
+        for server, proc, fn in servers:
+            target = ar_target(run, proc, "idle") if server == AR else floor_target(proc, "idle")
+            await measure(
+                run,
+                scenario="idle",
+                server=server,
+                proc=proc,
+                mock=phase.mock,
+                fn=fn,
+                concurrency=plan.idle_streams,
+                turns=plan.idle_streams,
+                cap=plan.idle_timeout,
+                sample_rss=True,
+                load_fn=functools.partial(run_idle, target, ramp, plan.idle_timeout),
+            )
+    finally:
+        await set_hold(phase.mock.url, 0.0)
 
 
 def _check_environment() -> None:

@@ -66,6 +66,9 @@ class Phase:
     floor_module: str = "bench.floor_server"
     floor_mock_suffix: str = ""
     """What the floor's SDK wants after the mock's address (the OpenAI SDK's base URL ends in /v1)."""
+    floor_args: list[str] = field(default_factory=list)
+    ar_extra_env: dict[str, str] = field(default_factory=dict)
+    """Settings of this phase's agent-runtime on top of the bench's (the idle run's connection pool)."""
     mock: Proc | None = None
     floor: Proc | None = None
     ar: Proc | None = None
@@ -102,12 +105,13 @@ async def start_phase(
             str(floor_port),
             "--mock",
             phase.mock.url + phase.floor_mock_suffix,
+            *phase.floor_args,
         ],
         port=floor_port,
     )
     data_dir = work / f"data-{phase.name}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    phase.ar_env = _ar_env(db_url, phase.mock.url, data_dir, pool)
+    phase.ar_env = {**_ar_env(db_url, phase.mock.url, data_dir, pool), **phase.ar_extra_env}
     phase.ar = procs.start(f"agent-runtime-{phase.name}", _ar_argv(ar_port), port=ar_port, env=phase.ar_env)
     await asyncio.to_thread(phase.floor.wait_healthy, "/health", timeout=60)
     await asyncio.to_thread(phase.ar.wait_healthy, "/readyz", timeout=90)
@@ -131,7 +135,14 @@ def phases_for(plan: Plan) -> list[Phase]:
     phases = [
         Phase("text", [], [s for s in ("text", "scripted") if s in wanted]),
         Phase("tool", ["--tool-mode"], ["tool"] if "tool" in wanted else []),
-        Phase("idle", ["--delay-ms", f"{plan.idle_delay_ms:g}"], ["idle"] if "idle" in wanted else []),
+        Phase(
+            "idle",
+            ["--delay-ms", f"{plan.idle_delay_ms:g}"],
+            ["idle"] if "idle" in wanted else [],
+            # Both servers' provider pools hold every stream the idle run opens.
+            floor_args=["--connections", str(max(1000, plan.idle_streams))],
+            ar_extra_env={"PROVIDER_MAX_CONNECTIONS": str(max(500, plan.idle_streams))},
+        ),
         *(
             Phase(name, ["--tool-mode"] if name == "openai-tool" else [], [name], **_OPENAI_PHASE)
             for name in OPENAI_SCENARIOS

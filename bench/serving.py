@@ -61,14 +61,20 @@ def serve_mock(build: Callable[..., Starlette], behaviour: Callable[..., Any], *
     serve(app, args.port)
 
 
-def serve_floor(build: Callable[[str], FastAPI], *, prog: str, doc: str | None, port: int, mock: str,
+FLOOR_CONNECTIONS = 1000
+"""The floor SDK client's pool by default: the SDKs' own default limit."""
+
+
+def serve_floor(build: Callable[[str, int], FastAPI], *, prog: str, doc: str | None, port: int, mock: str,
                 argv: list[str] | None) -> None:  # fmt: skip
-    """`python -m bench.floor_…`: the floor proxying the mock at `--mock`, on loopback."""
+    """`python -m bench.floor_…`: the floor proxying the mock at `--mock`, on loopback; `--connections`
+    sizes its SDK client's pool (the idle run matches it to the streams it opens)."""
     parser = argparse.ArgumentParser(prog=prog, description=doc)
     parser.add_argument("--port", type=int, default=port)
     parser.add_argument("--mock", default=mock)
+    parser.add_argument("--connections", type=int, default=FLOOR_CONNECTIONS)
     args = parser.parse_args(argv)
-    serve(build(args.mock), args.port)
+    serve(build(args.mock, args.connections), args.port)
 
 
 def serve(app: Any, port: int) -> None:

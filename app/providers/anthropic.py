@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Literal, cast
 
 import anthropic
+import httpx2
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
@@ -80,6 +81,11 @@ class AnthropicProvider:
         except anthropic.AnthropicError as exc:
             # The SDK's own message echoes the raw response body; only the redacted summary travels on.
             raise to_provider_error(exc, api_key=client.api_key) from None
+        except httpx2.TimeoutException:
+            # The SDK wraps errors of the request only; a read timeout while the body streams comes raw.
+            raise ProviderError("provider_timeout", "the Anthropic API stopped sending mid-reply") from None
+        except httpx2.TransportError:
+            raise ProviderError("provider_unavailable", "the connection to the Anthropic API broke off") from None
         yield accumulator.response(names)
 
 

@@ -38,6 +38,16 @@ def test_db_stats_is_off_unless_asked() -> None:
 
 
 def test_the_idle_run_cap_grows_with_its_streams_unless_given() -> None:
-    assert plan_of().idle_timeout == 240.0
-    assert plan_of("--idle", "10000").idle_timeout == 1000.0
+    # ramp (streams / rate) + hold (ramp + 20 s) + 120 s
+    assert plan_of().idle_timeout == 10 + 30 + 120
+    assert plan_of("--idle", "10000").idle_timeout == 100 + 120 + 120
+    assert plan_of("--idle", "10000", "--idle-rate", "200", "--idle-hold", "90").idle_timeout == 50 + 90 + 120
     assert plan_of("--idle", "10000", "--idle-timeout", "300").idle_timeout == 300.0
+
+
+def test_the_idle_ramp_spreads_its_streams_over_driver_processes() -> None:
+    ramp = plan_of("--idle", "10000").idle_ramp
+    assert (ramp.rate, ramp.opening, ramp.drivers, ramp.hold) == (100.0, 100, 4, 120.0)
+    assert ramp.turn_timeout == 100 + 120 + 60
+    assert plan_of("--idle", "1000").idle_ramp.drivers == 1
+    assert plan_of("--idle", "10000", "--idle-clients", "8", "--idle-opening", "40").idle_ramp.drivers == 8

@@ -106,14 +106,19 @@ def test_statement_and_commit_counts_of_a_tool_turn_judge_the_commits_that_write
     assert all(t.verdict == "n/a" for t in db_count_targets({}))
 
 
-def test_idle_streams_need_no_errors_and_rss_under_two_gib_and_say_when_the_run_was_smaller() -> None:
-    ok = idle_targets([row("idle", AR, 1000, peak_rss_mib=300.0)], 1000)
-    assert [t.verdict for t in ok] == ["PASS", "PASS"]
+def test_idle_streams_need_all_open_at_once_no_errors_and_rss_under_two_gib_and_say_when_the_run_was_smaller() -> None:
+    ok = idle_targets([row("idle", AR, 1000, peak_open_streams=1000, peak_rss_mib=300.0)], 1000)
+    assert [t.verdict for t in ok] == ["PASS", "PASS", "PASS"]
+    assert ok[0].name == "1,000 open streams: open at once >= 1,000 (all of this run, not the target)"
     assert "the target is for 10,000" in ok[0].note
-    failed = idle_targets([row("idle", AR, 10_000, errors=3, peak_rss_mib=2048.0)], 10_000)
-    assert [t.verdict for t in failed] == ["MISS", "MISS"]
+    failed = idle_targets([row("idle", AR, 10_000, peak_open_streams=9956, errors=3, peak_rss_mib=2048.0)], 10_000)
+    assert [t.verdict for t in failed] == ["MISS", "MISS", "MISS"]
+    assert failed[0].name == "10,000 open streams: open at once >= 10,000 (the target)"
+    assert "at most 9956 open at once" in failed[0].note
     assert "the target is for" not in failed[0].note
-    assert [t.verdict for t in idle_targets([], 10_000)] == ["n/a", "n/a"]
+    more = idle_targets([row("idle", AR, 12_000, peak_open_streams=10_500, peak_rss_mib=900.0)], 12_000)
+    assert [t.verdict for t in more] == ["PASS", "PASS", "PASS"]
+    assert [t.verdict for t in idle_targets([], 10_000)] == ["n/a", "n/a", "n/a"]
 
 
 def test_feature_rows_are_ratios_to_the_floor_and_to_the_off_run_of_their_pass() -> None:
