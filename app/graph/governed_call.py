@@ -165,9 +165,8 @@ async def _stream(
 ) -> ModelResponse:
     async for item in provider.stream(request):
         if isinstance(item, TextDelta):
-            call.text()
             streamed.append(item.text)
-            journal.event(MessageDelta(text=item.text))
+            await _delta(journal, call, item.text)
         else:
             return item
     raise ProviderError("provider_error", "the model stream ended without a response")
@@ -190,14 +189,14 @@ async def _guarded_stream(
                 response = item
                 break
             streamed.append(item.text)
-            _released(journal, call, await _fed(guard, item.text))
+            await _delta(journal, call, await _fed(guard, item.text))
             if guard.blocked is not None:
                 raise _Blocked(guard.blocked)
         else:
             raise ProviderError("provider_error", "the model stream ended without a response")
         raw = "".join(streamed)
         rest = response.text[len(raw) :] if response.text.startswith(raw) else ""
-        _released(journal, call, guard.feed(rest) + guard.finish())
+        await _delta(journal, call, guard.feed(rest) + guard.finish())
         if guard.blocked is not None:
             raise _Blocked(guard.blocked)
     finally:
@@ -215,10 +214,17 @@ async def _fed(guard: OutputGuard, text: str) -> str:
     return await asyncio.to_thread(guard.feed, text)
 
 
-def _released(journal: TurnJournal, call: ModelCall, text: str) -> None:
-    if text:
-        call.text()
-        journal.event(MessageDelta(text=text))
+async def _delta(journal: TurnJournal, call: ModelCall, text: str) -> None:
+    """Send `text` on as a `message.delta`; after the call's first, give the loop up once.
+
+    An SDK parsing a burst of chunks that arrived together never waits on the socket, so without
+    that pause the followers would send the first token only after the whole burst was parsed.
+    """
+    if not text:
+        return
+    journal.event(MessageDelta(text=text))
+    if call.text():
+        await asyncio.sleep(0)
 
 
 def model_name(request: ModelRequest) -> str:

@@ -27,10 +27,13 @@ class ModelCall:
         self._started = time.perf_counter()
         self._first_text_seen = False
 
-    def text(self) -> None:
-        if not self._first_text_seen:
-            self._first_text_seen = True
-            TIME_TO_FIRST_TOKEN.labels(provider=self.provider).observe(time.perf_counter() - self._started)
+    def text(self) -> bool:
+        """Note text from the model; True for the call's first."""
+        if self._first_text_seen:
+            return False
+        self._first_text_seen = True
+        TIME_TO_FIRST_TOKEN.labels(provider=self.provider).observe(time.perf_counter() - self._started)
+        return True
 
     def finished(self, response: ModelResponse) -> None:
         TOKENS.labels(provider=self.provider, model=self.model, kind="input").inc(response.input_tokens)
