@@ -63,9 +63,9 @@ class ModelRequest:
     call_index: int = 0
     """How many model calls this session made before this one (the scripted provider's cursor)."""
     output_schema: dict[str, Any] | None = None
+    """The JSON Schema a final answer must meet: each provider asks for it natively where it can."""
     files: Mapping[str, bytes] = field(default_factory=dict)
     """The bytes of the files the messages' attachments name, by file id (a deleted file is absent)."""
-    """The JSON Schema a final answer must meet: each provider asks for it natively where it can."""
 
 
 @dataclass(frozen=True, slots=True)
