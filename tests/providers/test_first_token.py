@@ -18,11 +18,11 @@ from app.providers.clients import ClientOptions, Endpoint, ProviderClients
 from app.runtime.port.events import EventBody, MessageDelta
 from tests.graph.memory import FixedGovernance, MemoryJournal
 from tests.providers import openai_wire
+from tests.providers.guarded import REDACT_KEYS
 from tests.providers.kit import chat_request, event_stream
 
 OPENAI_URL = "https://llm.example.test/v1"
 WORDS = [f"word{i} " for i in range(40)]
-REDACT_KEYS = {"id": "keys", "point": "output", "detect": "api_key", "verdict": "redact"}
 
 
 @dataclasses.dataclass
